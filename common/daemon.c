@@ -1,0 +1,141 @@
+/* Shared daemon scaffolding: options, socket, lock-down order (open -> caps -> user ->
+ * no_new_privs -> seccomp), and the loop with its signals. */
+#include "daemon.h"
+#include "log.h"
+#include "macro.h"
+#include "notify.h"
+#include "privdrop.h"
+#include "ipc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+void
+daemon_common_init(struct daemon_common *dc, const char *name)
+{
+	memset(dc, 0, sizeof *dc);
+	dc->name = name;
+	dc->socket_gid = (gid_t)-1;
+	log_set_ident(name);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int
+parse_peer_users(struct daemon_common *dc, const char *arg)
+{
+	_cleanup_free_ char *copy = strdup(arg);
+	char *save = NULL;
+	for (char *u = strtok_r(copy, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+		uid_t uid;
+		gid_t gid;
+		if (dc->n_peer_uids >= DAEMON_MAX_PEERS)
+			return -E2BIG;
+		int r = privdrop_lookup_user(u, &uid, &gid);
+		if (r < 0)
+			return log_error_errno(r, "Unknown peer user %s", u);
+		if (dc->socket_gid == (gid_t)-1)
+			dc->socket_gid = gid;
+		dc->peer_uids[dc->n_peer_uids++] = uid;
+	}
+	return 1;
+}
+
+int
+daemon_common_option(struct daemon_common *dc, int opt, const char *arg)
+{
+	switch (opt) {
+	case 1001:
+		dc->socket_path = arg;
+		return 1;
+	case 1002:
+		return parse_peer_users(dc, arg);
+	case 1003:
+		dc->dump_seccomp = true;
+		return 1;
+	case 1004:
+		dc->seccomp_debug = true;
+		return 1;
+	case 1005:
+		dc->seccomp_probe = arg;
+		return 1;
+	case 1006:
+		dc->debug = true;
+		log_set_debug(true);
+		return 1;
+	}
+	return 0;
+}
+
+int
+daemon_listen(struct daemon_common *dc)
+{
+	int fd = notify_listen_fd();
+	if (fd >= 0)
+		return fd;
+	static char def[128];
+	if (!dc->socket_path) {
+		snprintf(def, sizeof def, "/run/warren/%s.sock", dc->name);
+		dc->socket_path = def;
+		mkdir("/run/warren", 0755);
+	}
+	fd = ipc_listen(dc->socket_path, dc->n_peer_uids ? 0660 : 0600);
+	if (fd < 0)
+		return log_error_errno(fd, "Failed to listen on %s: %m", dc->socket_path);
+	if (dc->socket_gid != (gid_t)-1 && chown(dc->socket_path, (uid_t)-1, dc->socket_gid) < 0)
+		log_warning_errno(-errno, "chown %s: %m", dc->socket_path);
+	return fd;
+}
+
+int
+daemon_lock_down(struct daemon_common *dc, const char *user, const int *caps, size_t n_caps,
+		 const struct seccomp_policy *policy)
+{
+	if (dc->dump_seccomp) {
+		int r = seccomp_policy_dump(policy, stdout);
+		exit(r < 0 ? 1 : 0);
+	}
+	int r = privdrop_apply(user, caps, n_caps);
+	if (r < 0)
+		return r;
+	r = seccomp_policy_load(policy, dc->seccomp_debug);
+	if (r < 0)
+		return r;
+	if (dc->seccomp_probe) {
+		if (!strcmp(dc->seccomp_probe, "allowed")) {
+			printf("getpid() = %d under the filter\n", (int)getpid());
+			exit(0);
+		}
+		/* ptrace is in no daemon's allow-list: this must not return. */
+		syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0);
+		fprintf(stderr, "ptrace was allowed\n");
+		exit(1);
+	}
+	return 0;
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon_common *dc = arg;
+	log_info("Signal %d: stopping", (int)sig);
+	notify_send("STOPPING=1");
+	event_base_loopbreak(dc->base);
+}
+
+int
+daemon_run(struct daemon_common *dc)
+{
+	struct event *term = evsignal_new(dc->base, SIGTERM, on_signal, dc);
+	struct event *intr = evsignal_new(dc->base, SIGINT, on_signal, dc);
+	event_add(term, NULL);
+	event_add(intr, NULL);
+	int r = event_base_dispatch(dc->base);
+	event_free(term);
+	event_free(intr);
+	return r < 0 ? -EIO : 0;
+}

@@ -1,0 +1,214 @@
+/* Client side of Warren IPC (the supervisor's links to its helpers; netnsd's link to its
+ * spawner): pending calls by id, timeouts, events with id 0. */
+#include "ipc-client.h"
+#include "log.h"
+#include "macro.h"
+
+#include <string.h>
+
+struct pending {
+	uint64_t id;
+	ipc_reply_fn cb;
+	void *ud;
+	struct event *timer;
+	struct ipc_client *client;
+	struct pending *next;
+};
+
+struct ipc_client {
+	struct event_base *base;
+	char *name;
+	int fd;
+	struct event *ev;
+	uint64_t next_id;
+	struct pending *pending;
+	ipc_event_fn on_event;
+	ipc_disconnect_fn on_disconnect;
+	void *ud;
+};
+
+static void
+pending_unlink(struct ipc_client *c, struct pending *p)
+{
+	for (struct pending **pp = &c->pending; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	if (p->timer)
+		event_free(p->timer);
+}
+
+static void
+fail_all(struct ipc_client *c, int r)
+{
+	while (c->pending) {
+		struct pending *p = c->pending;
+		pending_unlink(c, p);
+		p->cb(NULL, r, NULL, 0, p->ud);
+		free(p);
+	}
+}
+
+static void
+client_drop(struct ipc_client *c)
+{
+	if (c->ev) {
+		event_free(c->ev);
+		c->ev = NULL;
+	}
+	c->fd = safe_close(c->fd);
+	fail_all(c, -ECONNRESET);
+	if (c->on_disconnect)
+		c->on_disconnect(c, c->ud);
+}
+
+static void
+client_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct ipc_client *c = arg;
+	for (int i = 0; i < 32; i++) {
+		IpcResponse *resp = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n_fds = 0;
+		int r = ipc_recv_response(c->fd, &resp, fds, &n_fds);
+		if (r == -EAGAIN)
+			return;
+		if (r < 0) {
+			if (r != -ECONNRESET)
+				log_warning_errno(r, "%s: bad message, dropping link: %m", c->name);
+			client_drop(c);
+			return;
+		}
+		if (resp->id == 0) {
+			ipc_close_fds(fds, n_fds);
+			if (c->on_event)
+				c->on_event(resp, c->ud);
+			protobuf_c_message_free_unpacked(&resp->base, NULL);
+			continue;
+		}
+		struct pending *p = c->pending;
+		while (p && p->id != resp->id)
+			p = p->next;
+		if (!p) {
+			ipc_close_fds(fds, n_fds);
+			protobuf_c_message_free_unpacked(&resp->base, NULL);
+			continue;
+		}
+		pending_unlink(c, p);
+		p->cb(resp, resp->error, fds, n_fds, p->ud);
+		free(p);
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+		if (c->fd < 0)
+			return;
+	}
+}
+
+static void
+pending_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct pending *p = arg;
+	struct ipc_client *c = p->client;
+	pending_unlink(c, p);
+	p->cb(NULL, -ETIMEDOUT, NULL, 0, p->ud);
+	free(p);
+}
+
+struct ipc_client *
+ipc_client_new(struct event_base *base, const char *name, ipc_event_fn on_event,
+	       ipc_disconnect_fn on_disconnect, void *ud)
+{
+	struct ipc_client *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->base = base;
+	c->name = strdup(name);
+	c->fd = -1;
+	c->on_event = on_event;
+	c->on_disconnect = on_disconnect;
+	c->ud = ud;
+	return c;
+}
+
+void
+ipc_client_free(struct ipc_client *c)
+{
+	if (!c)
+		return;
+	c->on_disconnect = NULL;
+	if (c->ev)
+		event_free(c->ev);
+	c->ev = NULL;
+	c->fd = safe_close(c->fd);
+	fail_all(c, -ECANCELED);
+	free(c->name);
+	free(c);
+}
+
+int
+ipc_client_attach_fd(struct ipc_client *c, int fd)
+{
+	c->fd = fd;
+	c->ev = event_new(c->base, fd, EV_READ | EV_PERSIST, client_readable, c);
+	return event_add(c->ev, NULL) < 0 ? -EIO : 0;
+}
+
+int
+ipc_client_connect(struct ipc_client *c, const char *path, uid_t expected_uid)
+{
+	if (c->fd >= 0)
+		return 0;
+	int fd = ipc_connect(path, 1);
+	if (fd < 0)
+		return fd;
+	uid_t uid;
+	if (expected_uid != (uid_t)-1 && (ipc_peer_cred(fd, &uid, NULL) < 0 || uid != expected_uid)) {
+		close(fd);
+		return log_error_errno(-EPERM, "%s: %s is served by uid %u, expected %u", c->name,
+				       path, (unsigned)uid, (unsigned)expected_uid);
+	}
+	return ipc_client_attach_fd(c, fd);
+}
+
+bool
+ipc_client_connected(struct ipc_client *c)
+{
+	return c && c->fd >= 0;
+}
+
+const char *
+ipc_client_name(struct ipc_client *c)
+{
+	return c->name;
+}
+
+int
+ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_fds,
+		unsigned timeout_ms, ipc_reply_fn cb, void *ud)
+{
+	if (c->fd < 0)
+		return -ENOTCONN;
+	struct pending *p = calloc(1, sizeof *p);
+	if (!p)
+		return -ENOMEM;
+	req->version = IPC_VERSION;
+	req->id = ++c->next_id;
+	req->n_fds = (uint32_t)n_fds;
+	int r = ipc_send(c->fd, &req->base, fds, n_fds);
+	if (r < 0) {
+		free(p);
+		return r;
+	}
+	p->id = req->id;
+	p->cb = cb;
+	p->ud = ud;
+	p->client = c;
+	if (timeout_ms) {
+		struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+		p->timer = evtimer_new(c->base, pending_timeout, p);
+		evtimer_add(p->timer, &tv);
+	}
+	p->next = c->pending;
+	c->pending = p;
+	return 0;
+}

@@ -1,0 +1,353 @@
+/* warrenctl: a thin command-line client of org.warren.Warren1 on the system bus. Every command
+ * is one or two D-Bus calls; human output by default, --json for scripts. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUS_NAME "org.warren.Warren1"
+#define MANAGER_PATH "/org/warren/Warren1"
+#define MANAGER_IFACE "org.warren.Warren1.Manager"
+#define SANDBOX_IFACE "org.warren.Warren1.Sandbox"
+
+static bool json;
+static sd_bus *bus;
+
+static int
+fail(int r, sd_bus_error *e, const char *what)
+{
+	fprintf(stderr, "warrenctl: %s: %s\n", what,
+		e && e->message ? e->message : strerror(r < 0 ? -r : r));
+	return 1;
+}
+
+static void
+json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static char *
+sandbox_path(const char *id)
+{
+	char *p = NULL;
+	sd_bus_path_encode("/org/warren/Warren1/sandbox", id, &p);
+	return p;
+}
+
+static int
+get_string(const char *path, const char *iface, const char *prop, char **out)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	int r = sd_bus_get_property_string(bus, BUS_NAME, path, iface, prop, &e, out);
+	sd_bus_error_free(&e);
+	return r;
+}
+
+static uint32_t
+get_u32(const char *prop)
+{
+	uint32_t v = 0;
+	sd_bus_get_property_trivial(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, prop, NULL, 'u', &v);
+	return v;
+}
+
+static int
+cmd_status(void)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	char *version = NULL, *url = NULL;
+	int r = get_string(MANAGER_PATH, MANAGER_IFACE, "Version", &version);
+	if (r < 0)
+		return fail(r, NULL, "is warren-supervisor running? reading Version");
+	get_string(MANAGER_PATH, MANAGER_IFACE, "GatewayURL", &url);
+	uint32_t size = get_u32("PoolSize"), freec = get_u32("PoolFree"), count = get_u32("SandboxCount");
+	if (json)
+		printf("{\"version\":\"%s\",\"gateway_url\":\"%s\",\"pool_size\":%u,\"pool_free\":%u,"
+		       "\"sandboxes\":%u,\"helpers\":[",
+		       version, url ? url : "", size, freec, count);
+	else
+		printf("Warren %s\n  gateway:    %s\n  pool:       %u slots, %u free\n  sandboxes:  %u\n",
+		       version, url ? url : "", size, freec, count);
+	r = sd_bus_get_property(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Helpers", &e, &reply,
+				"a(sbs)");
+	if (r < 0)
+		return fail(r, &e, "Helpers");
+	sd_bus_message_enter_container(reply, 'a', "(sbs)");
+	const char *name, *ver;
+	int up, first = 1;
+	while (sd_bus_message_read(reply, "(sbs)", &name, &up, &ver) > 0) {
+		if (json) {
+			printf("%s{\"name\":\"%s\",\"up\":%s,\"version\":\"%s\"}", first ? "" : ",",
+			       name, up ? "true" : "false", ver);
+		} else
+			printf("  %-11s %s%s%s\n", name, up ? "up" : "DOWN", up ? ", version " : "",
+			       up ? ver : "");
+		first = 0;
+	}
+	sd_bus_message_unref(reply);
+	reply = NULL;
+	r = sd_bus_get_property(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Backends", &e, &reply,
+				"as");
+	if (json)
+		printf("],\"backends\":[");
+	else
+		printf("  backends:  ");
+	if (r >= 0) {
+		sd_bus_message_enter_container(reply, 'a', "s");
+		first = 1;
+		while (sd_bus_message_read(reply, "s", &name) > 0) {
+			printf(json ? "%s\"%s\"" : "%s%s", first ? (json ? "" : " ") : (json ? "," : ", "),
+			       name);
+			first = 0;
+		}
+	}
+	printf(json ? "]}\n" : "\n");
+	sd_bus_message_unref(reply);
+	free(version);
+	free(url);
+	return 0;
+}
+
+static int
+cmd_list(void)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	int r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListSandboxes", &e,
+				   &reply, "");
+	if (r < 0)
+		return fail(r, &e, "ListSandboxes");
+	sd_bus_message_enter_container(reply, 'a', "(ssso)");
+	const char *id, *tmpl, *state, *path;
+	int first = 1;
+	if (json)
+		printf("[");
+	else
+		printf("%-14s %-10s %-10s %s\n", "ID", "TEMPLATE", "STATE", "URL");
+	while (sd_bus_message_read(reply, "(ssso)", &id, &tmpl, &state, &path) > 0) {
+		char *url = NULL;
+		get_string(path, SANDBOX_IFACE, "URL", &url);
+		if (json)
+			printf("%s{\"id\":\"%s\",\"template\":\"%s\",\"state\":\"%s\",\"url\":\"%s\"}",
+			       first ? "" : ",", id, tmpl, state, url ? url : "");
+		else
+			printf("%-14s %-10s %-10s %s\n", id, tmpl, state, url ? url : "");
+		free(url);
+		first = 0;
+	}
+	if (json)
+		printf("]\n");
+	sd_bus_message_unref(reply);
+	return 0;
+}
+
+static int
+cmd_templates(void)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	int r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListTemplates", &e,
+				   &reply, "");
+	if (r < 0)
+		return fail(r, &e, "ListTemplates");
+	sd_bus_message_enter_container(reply, 'a', "(ssasqtb)");
+	int first = 1;
+	if (json)
+		printf("[");
+	while (sd_bus_message_enter_container(reply, 'r', "ssasqtb") > 0) {
+		const char *name, *rootfs;
+		char **argv = NULL;
+		uint16_t port;
+		uint64_t mem;
+		int built;
+		sd_bus_message_read(reply, "ss", &name, &rootfs);
+		sd_bus_message_read_strv(reply, &argv);
+		sd_bus_message_read(reply, "qtb", &port, &mem, &built);
+		sd_bus_message_exit_container(reply);
+		if (json) {
+			printf("%s{\"name\":\"%s\",\"rootfs\":", first ? "" : ",", name);
+			json_str(rootfs);
+			printf(",\"port\":%u,\"memory_limit\":%llu,\"built\":%s}", port,
+			       (unsigned long long)mem, built ? "true" : "false");
+		} else {
+			printf("%-10s port %-5u %5llu MiB  %s%s\n    ", name, port,
+			       (unsigned long long)(mem >> 20), rootfs, built ? "" : "  (not built)");
+			for (char **a = argv; a && *a; a++)
+				printf(" %s", *a);
+			printf("\n");
+		}
+		for (char **a = argv; a && *a; a++)
+			free(*a);
+		free(argv);
+		first = 0;
+	}
+	if (json)
+		printf("]\n");
+	sd_bus_message_unref(reply);
+	return 0;
+}
+
+static int
+cmd_create(const char *tmpl, bool wait)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *m = NULL, *reply = NULL;
+	sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
+				       "CreateSandbox");
+	sd_bus_message_append(m, "s", tmpl);
+	sd_bus_message_open_container(m, 'a', "{sv}");
+	if (wait)
+		sd_bus_message_append(m, "{sv}", "wait", "b", 1);
+	sd_bus_message_close_container(m);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int r = sd_bus_call(bus, m, 120 * 1000000ull, &e, &reply);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (r < 0)
+		return fail(r, &e, "CreateSandbox");
+	const char *id, *path, *url;
+	sd_bus_message_read(reply, "sos", &id, &path, &url);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (json)
+		printf("{\"id\":\"%s\",\"path\":\"%s\",\"url\":\"%s\",\"ms\":%.1f}\n", id, path, url, ms);
+	else
+		printf("%s %s\n", id, url);
+	sd_bus_message_unref(reply);
+	sd_bus_message_unref(m);
+	return 0;
+}
+
+static int
+cmd_simple(const char *id, const char *method)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	char *path = sandbox_path(id);
+	int r = sd_bus_call_method(bus, BUS_NAME, path, SANDBOX_IFACE, method, &e, NULL, "");
+	free(path);
+	if (r < 0)
+		return fail(r, &e, method);
+	return 0;
+}
+
+static int
+cmd_exec(const char *id, char **argv)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *m = NULL, *reply = NULL;
+	char *path = sandbox_path(id);
+	sd_bus_message_new_method_call(bus, &m, BUS_NAME, path, SANDBOX_IFACE, "Exec");
+	sd_bus_message_append_strv(m, argv);
+	int r = sd_bus_call(bus, m, 90 * 1000000ull, &e, &reply);
+	free(path);
+	if (r < 0)
+		return fail(r, &e, "Exec");
+	int status;
+	const void *out, *err;
+	size_t out_len, err_len;
+	sd_bus_message_read(reply, "i", &status);
+	sd_bus_message_read_array(reply, 'y', &out, &out_len);
+	sd_bus_message_read_array(reply, 'y', &err, &err_len);
+	fwrite(out, 1, out_len, stdout);
+	fwrite(err, 1, err_len, stderr);
+	sd_bus_message_unref(reply);
+	sd_bus_message_unref(m);
+	return status;
+}
+
+static void
+usage(void)
+{
+	printf("Usage: warrenctl [--json] COMMAND\n"
+	       "  status                  helpers, pool, backends\n"
+	       "  list                    sandboxes\n"
+	       "  templates               templates\n"
+	       "  create TEMPLATE [--wait]  create a sandbox; prints its id and URL\n"
+	       "  destroy ID\n"
+	       "  exec ID -- CMD [ARG...]  run a command inside; exits with its status\n"
+	       "  freeze ID | thaw ID\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+					     {"wait", no_argument, NULL, 'w'},
+					     {"help", no_argument, NULL, 'h'},
+					     {}};
+	bool wait = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "+hjw", opts, NULL)) >= 0) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'w')
+			wait = true;
+		else {
+			usage();
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	if (optind >= argc) {
+		usage();
+		return 2;
+	}
+	const char *cmd = argv[optind++];
+	/* options may also follow the command */
+	for (int i = optind; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) 
+			break;
+		if (!strcmp(argv[i], "--wait"))
+			wait = true;
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+	}
+	int r = sd_bus_open_system(&bus);
+	if (r < 0)
+		return fail(r, NULL, "connecting to the system bus");
+	const char *arg = optind < argc ? argv[optind] : NULL;
+	if (!strcmp(cmd, "status"))
+		return cmd_status();
+	if (!strcmp(cmd, "list"))
+		return cmd_list();
+	if (!strcmp(cmd, "templates"))
+		return cmd_templates();
+	if (!arg) {
+		usage();
+		return 2;
+	}
+	if (!strcmp(cmd, "create"))
+		return cmd_create(arg, wait);
+	if (!strcmp(cmd, "destroy"))
+		return cmd_simple(arg, "Destroy");
+	if (!strcmp(cmd, "freeze"))
+		return cmd_simple(arg, "Freeze");
+	if (!strcmp(cmd, "thaw"))
+		return cmd_simple(arg, "Thaw");
+	if (!strcmp(cmd, "exec")) {
+		int i = optind + 1;
+		if (i < argc && !strcmp(argv[i], "--"))
+			i++;
+		if (i >= argc) {
+			usage();
+			return 2;
+		}
+		return cmd_exec(arg, argv + i);
+	}
+	usage();
+	return 2;
+}

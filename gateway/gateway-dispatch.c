@@ -1,0 +1,96 @@
+/* The gateway's request table: routes from the supervisor. The gateway holds no privilege, so a
+ * bad request is answered with an error rather than dropping the peer. */
+#include "gateway.h"
+#include "log.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+static int
+handle_status(struct ipc_call *call, void *ud)
+{
+	struct gateway *g = ud;
+	Warren__V1__StatusResponse st;
+	ipc_status_init(&st, "gateway", true);
+	st.routes = route_count(g);
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_STATUS;
+	resp.status = &st;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
+static int
+handle_set_route(struct ipc_call *call, void *ud)
+{
+	struct gateway *g = ud;
+	const Warren__V1__SetRouteRequest *q = call->req->set_route;
+	struct in_addr a;
+	if (!sandbox_id_valid(q->id))
+		return ipc_call_error(call, -EINVAL, "bad sandbox id");
+	if (inet_pton(AF_INET, q->address, &a) != 1 || !port_valid(q->port))
+		return ipc_call_error(call, -EINVAL, "bad address or port");
+	if (q->state > WARREN__V1__ROUTE_STATE__ROUTE_FAILED || strlen(q->reason) > 200 ||
+	    q->start_timeout_ms > 600000)
+		return ipc_call_error(call, -EINVAL, "bad state, reason or timeout");
+	struct route *r = route_set(g, q->id);
+	if (!r)
+		return -ENOMEM;
+	r->sa = (struct sockaddr_in){.sin_family = AF_INET,
+				     .sin_port = htons((uint16_t)q->port),
+				     .sin_addr = a};
+	r->state = (int)q->state;
+	snprintf(r->reason, sizeof r->reason, "%s", q->reason);
+	r->start_timeout_ms = q->start_timeout_ms;
+	r->idle_ms = q->idle_ms;
+	route_mark_active(r);
+	route_changed(g, r);
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
+static int
+handle_remove_route(struct ipc_call *call, void *ud)
+{
+	struct gateway *g = ud;
+	struct route *r = route_find(g, call->req->remove_route->id);
+	if (!r)
+		return ipc_call_error(call, -ENOENT, "no route %s", call->req->remove_route->id);
+	route_remove(g, r);
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
+void
+gateway_emit(struct gateway *g, int kind, const char *id)
+{
+	IpcResponse ev = WARREN__V1__RESPONSE__INIT;
+	Warren__V1__RouteReadyEvent ready = WARREN__V1__ROUTE_READY_EVENT__INIT;
+	Warren__V1__RouteIdleEvent idle = WARREN__V1__ROUTE_IDLE_EVENT__INIT;
+	Warren__V1__ThawNeededEvent thaw = WARREN__V1__THAW_NEEDED_EVENT__INIT;
+	ev.body_case = kind;
+	switch (kind) {
+	case WARREN__V1__RESPONSE__BODY_ROUTE_READY:
+		ready.id = (char *)id;
+		ev.route_ready = &ready;
+		break;
+	case WARREN__V1__RESPONSE__BODY_ROUTE_IDLE:
+		idle.id = (char *)id;
+		ev.route_idle = &idle;
+		break;
+	case WARREN__V1__RESPONSE__BODY_THAW_NEEDED:
+		thaw.id = (char *)id;
+		ev.thaw_needed = &thaw;
+		break;
+	default:
+		return;
+	}
+	ipc_server_broadcast(g->server, &ev);
+}
+
+const struct ipc_handler gateway_handlers[] = {
+	{WARREN__V1__REQUEST__BODY_STATUS, 0, 0, handle_status},
+	{WARREN__V1__REQUEST__BODY_SET_ROUTE, 0, 0, handle_set_route},
+	{WARREN__V1__REQUEST__BODY_REMOVE_ROUTE, 0, 0, handle_remove_route},
+};
+const unsigned gateway_n_handlers = sizeof gateway_handlers / sizeof gateway_handlers[0];

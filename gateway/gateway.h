@@ -1,0 +1,58 @@
+/* warren-gateway: the unprivileged HTTP proxy in front of every sandbox. Shared state. */
+#pragma once
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon.h"
+#include "ipc-server.h"
+#include "names.h"
+
+struct route {
+	char id[SANDBOX_ID_LEN + 1];
+	struct sockaddr_in sa;
+	int state; /* WARREN__V1__ROUTE_STATE__* */
+	char reason[256];
+	uint32_t start_timeout_ms, idle_ms;
+	uint64_t last_active_us;
+	bool idle_reported;
+	unsigned active; /* connections inside an exchange */
+	struct event *probe_ev, *probe_timer;
+	int probe_fd;
+	struct route *next;
+};
+
+struct gateway {
+	struct daemon_common dc;
+	struct ipc_server *server;
+	struct route *routes;
+	const char *domain;
+	struct conn *conns;
+	struct event *idle_timer;
+};
+
+/* routes.c */
+struct route *route_find(struct gateway *g, const char *id);
+struct route *route_set(struct gateway *g, const char *id);
+void route_remove(struct gateway *g, struct route *r);
+unsigned route_count(struct gateway *g);
+void route_mark_active(struct route *r);
+/* The state changed: held requests retry now, probing starts or stops. */
+void route_changed(struct gateway *g, struct route *r);
+
+/* probe.c: TCP readiness probes of starting routes (closed with RST). */
+void probe_start(struct gateway *g, struct route *r);
+void probe_stop(struct route *r);
+
+/* proxy.c */
+int proxy_listen(struct gateway *g, const char *address, unsigned port);
+void proxy_route_changed(struct gateway *g, struct route *r);
+void proxy_idle_scan_start(struct gateway *g);
+
+/* gateway-dispatch.c */
+extern const struct ipc_handler gateway_handlers[];
+extern const unsigned gateway_n_handlers;
+void gateway_emit(struct gateway *g, int kind, const char *id);
+
+/* gateway-sandbox.c */
+extern const struct seccomp_policy gateway_seccomp;

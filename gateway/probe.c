@@ -1,0 +1,97 @@
+/* Readiness probes (gateway): a starting sandbox is probed with a TCP connect every 50 ms; the
+ * first accepted connection is closed with RST (no TIME_WAIT is left inside the sandbox, which
+ * would make a later runsc checkpoint fail) and the supervisor gets RouteReady. */
+#include "gateway.h"
+#include "clock.h"
+#include "log.h"
+#include "macro.h"
+
+#include <event2/event.h>
+#include <sys/socket.h>
+
+#define PROBE_INTERVAL_US 50000
+
+static void probe_try(evutil_socket_t fd, short what, void *arg);
+
+static void
+close_rst(int fd)
+{
+	struct linger l = {1, 0};
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+	close(fd);
+}
+
+static struct gateway *probe_gateway;
+
+static void
+probe_result(evutil_socket_t fd, short what, void *arg)
+{
+	struct route *r = arg;
+	int err = 0;
+	socklen_t len = sizeof err;
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+	event_free(r->probe_ev);
+	r->probe_ev = NULL;
+	close_rst(r->probe_fd);
+	r->probe_fd = -1;
+	if (err == 0 && r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
+		r->state = WARREN__V1__ROUTE_STATE__ROUTE_RUNNING;
+		route_mark_active(r);
+		log_info("Sandbox %s answers", r->id);
+		gateway_emit(probe_gateway, WARREN__V1__RESPONSE__BODY_ROUTE_READY, r->id);
+		route_changed(probe_gateway, r);
+		return;
+	}
+	struct timeval tv = {0, PROBE_INTERVAL_US};
+	evtimer_add(r->probe_timer, &tv);
+}
+
+static void
+probe_try(evutil_socket_t unused, short what, void *arg)
+{
+	struct route *r = arg;
+	if (r->state != WARREN__V1__ROUTE_STATE__ROUTE_STARTING || r->probe_fd >= 0)
+		return;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&r->sa, sizeof r->sa) < 0 && errno != EINPROGRESS) {
+		close(fd);
+		struct timeval tv = {0, PROBE_INTERVAL_US};
+		evtimer_add(r->probe_timer, &tv);
+		return;
+	}
+	r->probe_fd = fd;
+	r->probe_ev = event_new(event_get_base(r->probe_timer), fd, EV_WRITE, probe_result, r);
+	struct timeval tv = {1, 0};
+	event_add(r->probe_ev, &tv);
+}
+
+void
+probe_start(struct gateway *g, struct route *r)
+{
+	probe_gateway = g;
+	if (!r->probe_timer)
+		r->probe_timer = evtimer_new(g->dc.base, probe_try, r);
+	if (r->probe_fd < 0 && !evtimer_pending(r->probe_timer, NULL)) {
+		struct timeval tv = {0, 0};
+		evtimer_add(r->probe_timer, &tv);
+	}
+}
+
+void
+probe_stop(struct route *r)
+{
+	if (r->probe_ev) {
+		event_free(r->probe_ev);
+		r->probe_ev = NULL;
+	}
+	if (r->probe_fd >= 0) {
+		close_rst(r->probe_fd);
+		r->probe_fd = -1;
+	}
+	if (r->probe_timer) {
+		event_free(r->probe_timer);
+		r->probe_timer = NULL;
+	}
+}

@@ -1,0 +1,617 @@
+/* The gateway's HTTP/1.1 proxy. One request at a time per client connection, routed per
+ * request (Host: <id>.<domain> or /s/<id>/...), keep-alive on both sides, bodies streamed with
+ * back-pressure, Upgrade tunnelled. A starting sandbox is retried every 50 ms until it answers
+ * or its start timeout passes (504); a frozen one is thawed on demand (the supervisor is asked)
+ * and the request held meanwhile. Upstream connections are closed with RST. */
+#include "clock.h"
+#include "gateway.h"
+#include "http-parse.h"
+#include "log.h"
+#include "macro.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define RETRY_US 50000
+#define HIGH_WATER (256 * 1024)
+#define LOW_WATER (64 * 1024)
+#define RESPONSE_TIMEOUT_S 120
+#define DEFAULT_HOLD_MS 30000
+
+enum conn_state { S_HEAD, S_HOLD, S_CONNECT, S_EXCHANGE, S_TUNNEL, S_CLOSING };
+
+struct conn {
+	struct gateway *g;
+	struct bufferevent *client, *up;
+	enum conn_state state;
+	char route_id[SANDBOX_ID_LEN + 1]; /* the route of the exchange (and of up) */
+	char *head;                        /* rewritten request head waiting for upstream */
+	size_t head_len;
+	bool head_is_head_method, req_keep_alive, req_upgrade;
+	enum http_body req_body;
+	uint64_t req_remaining;
+	struct http_chunked req_chunk;
+	bool req_done;
+	bool resp_started;
+	enum http_body resp_body;
+	uint64_t resp_remaining;
+	struct http_chunked resp_chunk;
+	bool resp_keep_alive;
+	uint64_t hold_deadline_us;
+	bool thaw_asked;
+	bool reused; /* the upstream carried an earlier exchange */
+	struct event *retry;
+	struct conn *next, *prev;
+};
+
+static void client_read(struct bufferevent *bev, void *arg);
+static void up_read(struct bufferevent *bev, void *arg);
+static void up_event(struct bufferevent *bev, short what, void *arg);
+static void try_upstream(struct conn *c);
+
+static void
+close_upstream(struct conn *c)
+{
+	if (!c->up)
+		return;
+	int fd = bufferevent_getfd(c->up);
+	if (fd >= 0) {
+		struct linger l = {1, 0};
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+	}
+	bufferevent_free(c->up);
+	c->up = NULL;
+}
+
+static void
+exchange_end(struct conn *c)
+{
+	if (c->state == S_EXCHANGE || c->state == S_TUNNEL || c->state == S_HOLD ||
+	    c->state == S_CONNECT) {
+		struct route *r = route_find(c->g, c->route_id);
+		if (r) {
+			if (r->active)
+				r->active--;
+			route_mark_active(r);
+		}
+	}
+}
+
+static void
+conn_free(struct conn *c)
+{
+	exchange_end(c);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		c->g->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	close_upstream(c);
+	if (c->client)
+		bufferevent_free(c->client);
+	if (c->retry)
+		event_free(c->retry);
+	free(c->head);
+	free(c);
+}
+
+static void
+closing_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		conn_free(c);
+}
+
+/* Stop reading the client; free the connection once what is queued has been written. */
+static void
+close_after_flush(struct conn *c)
+{
+	exchange_end(c);
+	c->state = S_CLOSING;
+	close_upstream(c);
+	bufferevent_disable(c->client, EV_READ);
+	bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
+	bufferevent_setcb(c->client, NULL, closing_write, NULL, c);
+	closing_write(c->client, c);
+}
+
+static void
+send_error(struct conn *c, int status, const char *fmt, ...)
+{
+	static const struct {
+		int code;
+		const char *text;
+	} texts[] = {{400, "Bad Request"}, {404, "Not Found"}, {431, "Request Header Fields Too Large"},
+		     {502, "Bad Gateway"}, {504, "Gateway Timeout"}};
+	const char *text = "Error";
+	for (size_t i = 0; i < ELEMENTSOF(texts); i++)
+		if (texts[i].code == status)
+			text = texts[i].text;
+	char body[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(body, sizeof body - 1, fmt, ap);
+	va_end(ap);
+	strcat(body, "\n");
+	evbuffer_add_printf(bufferevent_get_output(c->client),
+			    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+			    "Connection: close\r\nX-Warren-Error: %d\r\n\r\n%s",
+			    status, text, strlen(body), status, body);
+	close_after_flush(c);
+}
+
+/* Move up to n bytes (all when n == UINT64_MAX) from src to dst, pausing src when dst is full. */
+static size_t
+move(struct bufferevent *src, struct bufferevent *dst, uint64_t n)
+{
+	struct evbuffer *in = bufferevent_get_input(src);
+	size_t avail = evbuffer_get_length(in);
+	size_t take = n < avail ? (size_t)n : avail;
+	evbuffer_remove_buffer(in, bufferevent_get_output(dst), take);
+	if (evbuffer_get_length(bufferevent_get_output(dst)) > HIGH_WATER)
+		bufferevent_disable(src, EV_READ);
+	return take;
+}
+
+/* Move a chunked body: as much as the framing says belongs to this message. */
+static int
+move_chunked(struct bufferevent *src, struct bufferevent *dst, struct http_chunked *ch, bool *done)
+{
+	struct evbuffer *in = bufferevent_get_input(src);
+	*done = false;
+	while (evbuffer_get_length(in) && !*done) {
+		struct evbuffer_iovec v;
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		ssize_t k = http_chunked_advance(ch, v.iov_base, v.iov_len, done);
+		if (k < 0)
+			return (int)k;
+		evbuffer_remove_buffer(in, bufferevent_get_output(dst), (size_t)k);
+	}
+	if (evbuffer_get_length(bufferevent_get_output(dst)) > HIGH_WATER)
+		bufferevent_disable(src, EV_READ);
+	return 0;
+}
+
+static void
+resume_reader(struct bufferevent *bev, void *arg)
+{
+	/* dst drained below the low watermark: let its source read again */
+	struct conn *c = arg;
+	struct bufferevent *src = bev == c->client ? c->up : c->client;
+	if (src && c->state != S_CLOSING)
+		bufferevent_enable(src, EV_READ);
+}
+
+static void
+forward_request_body(struct conn *c)
+{
+	if (c->req_done || !c->up || c->state != S_EXCHANGE)
+		return;
+	if (c->req_body == HTTP_BODY_LENGTH) {
+		c->req_remaining -= move(c->client, c->up, c->req_remaining);
+		c->req_done = c->req_remaining == 0;
+	} else if (c->req_body == HTTP_BODY_CHUNKED) {
+		bool done;
+		if (move_chunked(c->client, c->up, &c->req_chunk, &done) < 0) {
+			send_error(c, 400, "bad chunked request body");
+			return;
+		}
+		c->req_done = done;
+	} else
+		c->req_done = true;
+}
+
+static void
+exchange_complete(struct conn *c)
+{
+	bool keep = c->req_keep_alive && c->resp_keep_alive && c->req_done;
+	if (!keep) {
+		close_after_flush(c);
+		return;
+	}
+	exchange_end(c);
+	c->state = S_HEAD;
+	bufferevent_set_timeouts(c->up, NULL, NULL);
+	bufferevent_enable(c->client, EV_READ);
+	/* A pipelined request may already be buffered. */
+	if (evbuffer_get_length(bufferevent_get_input(c->client)))
+		client_read(c->client, c);
+}
+
+static void
+forward_response(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	while (!c->resp_started) {
+		size_t len = evbuffer_get_length(in);
+		if (len == 0)
+			return;
+		size_t want = len < HTTP_MAX_HEAD ? len : HTTP_MAX_HEAD;
+		const char *p = (const char *)evbuffer_pullup(in, (ssize_t)want);
+		struct http_head h;
+		ssize_t k = http_parse_head(p, want, false, &h);
+		if (k == 0)
+			return;
+		if (k < 0) {
+			send_error(c, 502, "sandbox %s sent a malformed response", c->route_id);
+			return;
+		}
+		if (h.status == 101 && c->req_upgrade) {
+			evbuffer_remove_buffer(in, bufferevent_get_output(c->client), (size_t)k);
+			c->state = S_TUNNEL;
+			bufferevent_set_timeouts(c->up, NULL, NULL);
+			move(c->up, c->client, UINT64_MAX);
+			move(c->client, c->up, UINT64_MAX);
+			return;
+		}
+		evbuffer_remove_buffer(in, bufferevent_get_output(c->client), (size_t)k);
+		if (h.status >= 100 && h.status < 200)
+			continue; /* interim response: the real one follows */
+		http_response_framing(&h, c->head_is_head_method);
+		c->resp_started = true;
+		free(c->head);
+		c->head = NULL;
+		c->resp_body = h.body;
+		c->resp_remaining = h.content_length;
+		c->resp_keep_alive = h.keep_alive;
+		memset(&c->resp_chunk, 0, sizeof c->resp_chunk);
+	}
+	bool done = false;
+	switch (c->resp_body) {
+	case HTTP_BODY_NONE:
+		done = true;
+		break;
+	case HTTP_BODY_LENGTH:
+		c->resp_remaining -= move(c->up, c->client, c->resp_remaining);
+		done = c->resp_remaining == 0;
+		break;
+	case HTTP_BODY_CHUNKED:
+		if (move_chunked(c->up, c->client, &c->resp_chunk, &done) < 0) {
+			close_after_flush(c);
+			return;
+		}
+		break;
+	case HTTP_BODY_UNTIL_CLOSE:
+		move(c->up, c->client, UINT64_MAX);
+		break;
+	}
+	if (done)
+		exchange_complete(c);
+}
+
+static void
+up_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	if (c->state == S_TUNNEL)
+		move(c->up, c->client, UINT64_MAX);
+	else if (c->state == S_EXCHANGE)
+		forward_response(c);
+	else
+		close_upstream(c); /* an idle keep-alive upstream has nothing to say */
+}
+
+static void
+retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	try_upstream(arg);
+}
+
+static void
+hold(struct conn *c)
+{
+	c->state = S_HOLD;
+	if (!c->retry)
+		c->retry = evtimer_new(c->g->dc.base, retry_cb, c);
+	struct timeval tv = {0, RETRY_US};
+	evtimer_add(c->retry, &tv);
+}
+
+static void
+up_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	if (what & BEV_EVENT_CONNECTED) {
+		c->state = S_EXCHANGE;
+		/* The head stays until the answer starts, for one retry on a stale keep-alive. */
+		bufferevent_write(c->up, c->head, c->head_len);
+		struct timeval tv = {RESPONSE_TIMEOUT_S, 0};
+		bufferevent_set_timeouts(c->up, &tv, NULL);
+		forward_request_body(c);
+		return;
+	}
+	struct route *r = route_find(c->g, c->route_id);
+	if (c->state == S_CONNECT) {
+		close_upstream(c);
+		if (r && r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING &&
+		    now_usec() < c->hold_deadline_us) {
+			hold(c);
+			return;
+		}
+		send_error(c, 502, "sandbox %s did not accept the connection%s%s", c->route_id,
+			   r && r->reason[0] ? ": " : "", r ? r->reason : "");
+		return;
+	}
+	if (c->state == S_TUNNEL || (c->state == S_EXCHANGE && c->resp_started &&
+				     c->resp_body == HTTP_BODY_UNTIL_CLOSE)) {
+		if (evbuffer_get_length(bufferevent_get_input(c->up)))
+			move(c->up, c->client, UINT64_MAX);
+		close_after_flush(c);
+		return;
+	}
+	if (c->state == S_EXCHANGE && c->reused && !c->resp_started &&
+	    c->req_body == HTTP_BODY_NONE && !(what & BEV_EVENT_TIMEOUT)) {
+		close_upstream(c);
+		c->reused = false;
+		try_upstream(c);
+		return;
+	}
+	if (c->state == S_EXCHANGE) {
+		if (what & BEV_EVENT_TIMEOUT)
+			send_error(c, 504, "sandbox %s did not answer in %d s", c->route_id,
+				   RESPONSE_TIMEOUT_S);
+		else if (c->resp_started)
+			close_after_flush(c);
+		else
+			send_error(c, 502, "sandbox %s closed the connection%s%s", c->route_id,
+				   r && r->reason[0] ? ": " : "", r ? r->reason : "");
+		return;
+	}
+	close_upstream(c); /* idle keep-alive upstream went away */
+}
+
+static void
+try_upstream(struct conn *c)
+{
+	struct route *r = route_find(c->g, c->route_id);
+	if (!r) {
+		send_error(c, 404, "no sandbox %s", c->route_id);
+		return;
+	}
+	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FAILED) {
+		send_error(c, 502, "sandbox %s is not running: %s", c->route_id,
+			   r->reason[0] ? r->reason : "failed");
+		return;
+	}
+	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FROZEN) {
+		/* Ask once per request; the supervisor thaws and sets the route running. */
+		if (!c->thaw_asked) {
+			c->thaw_asked = true;
+			gateway_emit(c->g, WARREN__V1__RESPONSE__BODY_THAW_NEEDED, r->id);
+		}
+	}
+	if (now_usec() >= c->hold_deadline_us) {
+		send_error(c, 504, "sandbox %s did not become ready in %u ms", c->route_id,
+			   r->start_timeout_ms ? r->start_timeout_ms : DEFAULT_HOLD_MS);
+		return;
+	}
+	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FROZEN) {
+		hold(c);
+		return;
+	}
+	if (c->up) {
+		/* keep-alive upstream to the same sandbox: reuse it */
+		c->reused = true;
+		up_event(c->up, BEV_EVENT_CONNECTED, c);
+		return;
+	}
+	c->state = S_CONNECT;
+	c->reused = false;
+	c->up = bufferevent_socket_new(c->g->dc.base, -1, BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(c->up, up_read, resume_reader, up_event, c);
+	bufferevent_setwatermark(c->up, EV_WRITE, LOW_WATER, 0);
+	bufferevent_enable(c->up, EV_READ);
+	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&r->sa, sizeof r->sa) < 0) {
+		close_upstream(c);
+		hold(c);
+	}
+}
+
+void
+proxy_route_changed(struct gateway *g, struct route *r)
+{
+	for (struct conn *c = g->conns; c; c = c->next) {
+		if (strcmp(c->route_id, r->id))
+			continue;
+		if (c->state == S_HOLD) {
+			evtimer_del(c->retry);
+			if (r->state == -1) {
+				c->route_id[0] = 0;
+				send_error(c, 404, "sandbox %s was removed", r->id);
+			} else
+				try_upstream(c);
+		} else if (r->state == -1) {
+			c->route_id[0] = 0; /* its route is gone */
+		}
+	}
+}
+
+/* Which sandbox does this request name? Rewrites /s/<id>/rest to /rest. */
+static int
+request_route(struct conn *c, const struct http_head *h, char id[SANDBOX_ID_LEN + 1],
+	      size_t *strip)
+{
+	*strip = 0;
+	if (h->target_len >= 3 + SANDBOX_ID_LEN && !strncmp(h->target, "/s/", 3)) {
+		memcpy(id, h->target + 3, SANDBOX_ID_LEN);
+		id[SANDBOX_ID_LEN] = 0;
+		size_t after = 3 + SANDBOX_ID_LEN;
+		if (sandbox_id_valid(id) &&
+		    (h->target_len == after || h->target[after] == '/' || h->target[after] == '?')) {
+			*strip = after;
+			return 0;
+		}
+	}
+	if (h->host && h->host_len > SANDBOX_ID_LEN + 1 && h->host[SANDBOX_ID_LEN] == '.') {
+		memcpy(id, h->host, SANDBOX_ID_LEN);
+		id[SANDBOX_ID_LEN] = 0;
+		const char *dom = h->host + SANDBOX_ID_LEN + 1;
+		size_t dl = h->host_len - SANDBOX_ID_LEN - 1, want = strlen(c->g->domain);
+		const char *colon = memchr(dom, ':', dl);
+		if (colon)
+			dl = (size_t)(colon - dom);
+		if (sandbox_id_valid(id) && dl == want && !strncasecmp(dom, c->g->domain, dl))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static void
+client_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(c->client);
+	if (c->state == S_TUNNEL) {
+		move(c->client, c->up, UINT64_MAX);
+		return;
+	}
+	if (c->state == S_EXCHANGE) {
+		forward_request_body(c);
+		return;
+	}
+	if (c->state != S_HEAD)
+		return; /* held or connecting: the body waits in the buffer */
+	size_t len = evbuffer_get_length(in);
+	if (len == 0)
+		return;
+	size_t want = len < HTTP_MAX_HEAD ? len : HTTP_MAX_HEAD;
+	const char *p = (const char *)evbuffer_pullup(in, (ssize_t)want);
+	struct http_head h;
+	ssize_t k = http_parse_head(p, want, true, &h);
+	if (k == 0)
+		return;
+	if (k == -EMSGSIZE || k == -E2BIG) {
+		send_error(c, 431, "request head too large (limit %d bytes, %d headers)",
+			   HTTP_MAX_HEAD, HTTP_MAX_HEADERS);
+		return;
+	}
+	if (k < 0) {
+		send_error(c, 400, "malformed request");
+		return;
+	}
+	char id[SANDBOX_ID_LEN + 1];
+	size_t strip;
+	if (request_route(c, &h, id, &strip) < 0) {
+		send_error(c, 404, "name a sandbox as http://<id>.%s/ or /s/<id>/", c->g->domain);
+		return;
+	}
+	struct route *r = route_find(c->g, id);
+	if (!r) {
+		send_error(c, 404, "no sandbox %s", id);
+		return;
+	}
+	/* Rewrite the request line when the sandbox was named in the path. */
+	free(c->head);
+	const char *rest = h.target + strip;
+	size_t rest_len = h.target_len - strip;
+	size_t after_target = (size_t)(h.target + h.target_len - p);
+	bool need_slash = strip && (rest_len == 0 || rest[0] == '?');
+	c->head_len = (size_t)k - strip + (need_slash ? 1 : 0);
+	c->head = malloc(c->head_len);
+	char *o = c->head;
+	memcpy(o, p, (size_t)(h.target - p));
+	o += h.target - p;
+	if (need_slash)
+		*o++ = '/';
+	memcpy(o, rest, rest_len);
+	o += rest_len;
+	memcpy(o, p + after_target, (size_t)k - after_target);
+	evbuffer_drain(in, (size_t)k);
+
+	if (c->up && strcmp(c->route_id, id))
+		close_upstream(c); /* different sandbox: its own connection */
+	snprintf(c->route_id, sizeof c->route_id, "%s", id);
+	c->head_is_head_method = h.method_len == 4 && !strncmp(h.method, "HEAD", 4);
+	c->req_keep_alive = h.keep_alive;
+	c->req_upgrade = h.upgrade;
+	c->req_body = h.body;
+	c->req_remaining = h.content_length;
+	memset(&c->req_chunk, 0, sizeof c->req_chunk);
+	c->req_done = h.body == HTTP_BODY_NONE;
+	c->resp_started = false;
+	c->thaw_asked = false;
+	unsigned hold_ms = r->start_timeout_ms ? r->start_timeout_ms : DEFAULT_HOLD_MS;
+	c->hold_deadline_us = now_usec() + (uint64_t)hold_ms * 1000;
+	r->active++;
+	route_mark_active(r);
+	c->state = S_HOLD; /* counted as in an exchange from here */
+	try_upstream(c);
+}
+
+static void
+client_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	if (c->state == S_TUNNEL && (what & BEV_EVENT_EOF) && c->up) {
+		/* half-close towards the sandbox once everything is written */
+		bufferevent_flush(c->up, EV_WRITE, BEV_FINISHED);
+	}
+	conn_free(c);
+}
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
+{
+	struct gateway *g = arg;
+	struct conn *c = calloc(1, sizeof *c);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->g = g;
+	c->client = bufferevent_socket_new(g->dc.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(c->client, client_read, resume_reader, client_event, c);
+	bufferevent_setwatermark(c->client, EV_WRITE, LOW_WATER, 0);
+	bufferevent_setwatermark(c->client, EV_READ, 0, HIGH_WATER);
+	bufferevent_enable(c->client, EV_READ);
+	c->next = g->conns;
+	if (g->conns)
+		g->conns->prev = c;
+	g->conns = c;
+}
+
+int
+proxy_listen(struct gateway *g, const char *address, unsigned port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	if (inet_pton(AF_INET, address, &sa.sin_addr) != 1)
+		return -EINVAL;
+	struct evconnlistener *l = evconnlistener_new_bind(
+		g->dc.base, on_accept, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 256,
+		(struct sockaddr *)&sa, sizeof sa);
+	if (!l)
+		return log_error_errno(-errno, "Cannot listen on %s:%u: %m", address, port);
+	return 0;
+}
+
+static void
+idle_scan(evutil_socket_t fd, short what, void *arg)
+{
+	struct gateway *g = arg;
+	uint64_t now = now_usec();
+	for (struct route *r = g->routes; r; r = r->next) {
+		if (r->state != WARREN__V1__ROUTE_STATE__ROUTE_RUNNING || !r->idle_ms ||
+		    r->active || r->idle_reported)
+			continue;
+		if (now - r->last_active_us >= (uint64_t)r->idle_ms * 1000) {
+			r->idle_reported = true;
+			gateway_emit(g, WARREN__V1__RESPONSE__BODY_ROUTE_IDLE, r->id);
+		}
+	}
+}
+
+void
+proxy_idle_scan_start(struct gateway *g)
+{
+	g->idle_timer = event_new(g->dc.base, -1, EV_PERSIST, idle_scan, g);
+	struct timeval tv = {0, 200000};
+	event_add(g->idle_timer, &tv);
+}

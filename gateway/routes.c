@@ -1,0 +1,73 @@
+/* The gateway's route table: sandbox id -> address, port and state, set by the supervisor. */
+#include "clock.h"
+#include "gateway.h"
+#include "macro.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct route *
+route_find(struct gateway *g, const char *id)
+{
+	for (struct route *r = g->routes; r; r = r->next)
+		if (!strcmp(r->id, id))
+			return r;
+	return NULL;
+}
+
+struct route *
+route_set(struct gateway *g, const char *id)
+{
+	struct route *r = route_find(g, id);
+	if (r)
+		return r;
+	r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	snprintf(r->id, sizeof r->id, "%s", id);
+	r->probe_fd = -1;
+	r->last_active_us = now_usec();
+	r->next = g->routes;
+	g->routes = r;
+	return r;
+}
+
+void
+route_remove(struct gateway *g, struct route *r)
+{
+	for (struct route **pp = &g->routes; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	probe_stop(r);
+	r->state = -1; /* held requests see it gone */
+	proxy_route_changed(g, r);
+	free(r);
+}
+
+unsigned
+route_count(struct gateway *g)
+{
+	unsigned n = 0;
+	for (struct route *r = g->routes; r; r = r->next)
+		n++;
+	return n;
+}
+
+void
+route_mark_active(struct route *r)
+{
+	r->last_active_us = now_usec();
+	r->idle_reported = false;
+}
+
+void
+route_changed(struct gateway *g, struct route *r)
+{
+	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING)
+		probe_start(g, r);
+	else
+		probe_stop(r);
+	proxy_route_changed(g, r);
+}

@@ -1,0 +1,14 @@
+/* The nftables rules that isolate sandboxes, installed once when netnsd starts. */
+#pragma once
+#include <stdint.h>
+
+/* Link group of host veths whose sandbox may reach the world ("WA"). */
+#define ISOLATION_OUTBOUND_GROUP 0x5741
+
+struct isolation_config {
+	const char *table;
+	const char *ifname_prefix;
+	const char *subnet_cidr; /* e.g. 10.201.0.0/16 */
+};
+int isolation_install(const struct isolation_config *c);
+int isolation_remove(const struct isolation_config *c);

@@ -1,0 +1,171 @@
+/* warren-netnsd: the privileged namespace-pool daemon. Builds network namespace slots ahead of
+ * time, hands them to the supervisor as fds, starts runsc in them through its spawner, and
+ * freezes sandboxes' cgroups. Order: spawner fork -> socket -> nftables -> pool -> lock-down. */
+#include "cgroup.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "netnsd.h"
+#include "notify.h"
+#include "spawn.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void
+usage(void)
+{
+	printf("Usage: warren-netnsd [OPTIONS]\n"
+	       "  --pool-size N        namespace slots (default: RAM / 256 MiB, at least 32)\n"
+	       "  --subnet A.B.0.0     /16 the slots' /30s come from (default 10.201.0.0)\n"
+	       "  --ifname-prefix P    host veth names P<N> (default wrn)\n"
+	       "  --nft-table T        nftables inet table (default warren)\n"
+	       "  --runsc PATH         runsc binary (default /usr/bin/runsc)\n"
+	       "  --templates-dir DIR  template root filesystems must be inside (default "
+	       "/var/lib/warren/templates)\n"
+	       "  --runtime-dir DIR    runsc state and bundles (default /run/warren/netnsd)\n"
+	       "  --cgroup-parent P    sandbox cgroups go under P (default /warren)\n" DAEMON_COMMON_HELP);
+}
+
+static void
+spawner_gone(struct ipc_client *c, void *ud)
+{
+	log_error("The spawner died; exiting so netnsd is restarted whole");
+	exit(1);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct netnsd n;
+	daemon_common_init(&n.dc, "netnsd");
+	unsigned want_size = 0;
+	const char *subnet = "10.201.0.0", *prefix = "wrn", *table = "warren";
+	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
+	n.runsc = "/usr/bin/runsc";
+	n.cgroup_parent = "/warren";
+	static const struct option opts[] = {
+		{"pool-size", required_argument, NULL, 'p'},
+		{"subnet", required_argument, NULL, 's'},
+		{"ifname-prefix", required_argument, NULL, 'i'},
+		{"nft-table", required_argument, NULL, 'n'},
+		{"runsc", required_argument, NULL, 'r'},
+		{"templates-dir", required_argument, NULL, 't'},
+		{"runtime-dir", required_argument, NULL, 'd'},
+		{"cgroup-parent", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		DAEMON_COMMON_OPTIONS,
+		{}};
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+		int r = daemon_common_option(&n.dc, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		switch (c) {
+		case 'p':
+			want_size = (unsigned)atoi(optarg);
+			break;
+		case 's':
+			subnet = optarg;
+			break;
+		case 'i':
+			prefix = optarg;
+			break;
+		case 'n':
+			table = optarg;
+			break;
+		case 'r':
+			n.runsc = optarg;
+			break;
+		case 't':
+			templates = optarg;
+			break;
+		case 'd':
+			runtime = optarg;
+			break;
+		case 'c':
+			n.cgroup_parent = optarg;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	struct in_addr sub;
+	if (inet_pton(AF_INET, subnet, &sub) != 1 || strlen(prefix) > 8 || want_size > 4000) {
+		log_error("Bad --subnet, --ifname-prefix or --pool-size");
+		return 2;
+	}
+	if (n.dc.dump_seccomp)
+		return daemon_lock_down(&n.dc, NULL, NULL, 0, &netnsd_seccomp) < 0;
+	if (geteuid() != 0 && !n.dc.seccomp_probe) {
+		log_error("warren-netnsd must start as root (it keeps CAP_NET_ADMIN and CAP_SYS_ADMIN)");
+		return 1;
+	}
+	mkdir_p(runtime, 0700);
+	mkdir_p(templates, 0755);
+	n.templates_dir = realpath(templates, NULL);
+	char cidr[32];
+	snprintf(cidr, sizeof cidr, "%s/16", subnet);
+	static struct isolation_config iso;
+	iso = (struct isolation_config){.table = table, .ifname_prefix = prefix, .subnet_cidr = cidr};
+
+	n.dc.base = event_base_new();
+	pid_t spawner_pid = 0;
+	static struct spawner_config sc;
+	sc = (struct spawner_config){.runsc = n.runsc,
+				     .runtime_dir = runtime,
+				     .cgroup_parent = n.cgroup_parent,
+				     .isolation = &iso};
+	int spawner_fd = -1;
+	if (!n.dc.seccomp_probe) {
+		spawner_fd = spawner_start(&sc, &spawner_pid);
+		if (spawner_fd < 0)
+			return log_error_errno(spawner_fd, "Failed to start the spawner: %m"), 1;
+	}
+	int lfd = daemon_listen(&n.dc);
+	if (lfd < 0)
+		return 1;
+	if (!n.dc.seccomp_probe) {
+		if (isolation_install(&iso) < 0)
+			return 1;
+		struct pool_config pc = {.size = want_size ? want_size : pool_default_size(),
+					 .subnet = sub.s_addr,
+					 .ifname_prefix = prefix};
+		int r = pool_new(n.dc.base, &pc, netnsd_pool_available, &n, &n.pool);
+		if (r < 0)
+			return log_error_errno(r, "Failed to set up the pool: %m"), 1;
+	}
+	if (daemon_lock_down(&n.dc, NULL, netnsd_caps, netnsd_n_caps, &netnsd_seccomp) < 0)
+		return 1;
+
+	n.spawner = ipc_client_new(n.dc.base, "spawner", netnsd_spawner_event, spawner_gone, &n);
+	/* The spawner link is a socketpair made before the fork. */
+	ipc_client_attach_fd(n.spawner, spawner_fd);
+	struct ipc_server_config cfg = {.name = "netnsd",
+					.table = netnsd_handlers,
+					.n_table = netnsd_n_handlers,
+					.allowed_uids = n.dc.peer_uids,
+					.n_allowed_uids = n.dc.n_peer_uids,
+					.drop_on_violation = true,
+					.userdata = &n};
+	n.server = ipc_server_new(n.dc.base, lfd, &cfg);
+	ipc_server_set_ready(n.server, true);
+	notify_send("READY=1\nSTATUS=namespace pool filling");
+	log_info("Ready on %s (pool %u, spawner pid %d)", n.dc.socket_path ? n.dc.socket_path : "fd 3",
+		 pool_size(n.pool), (int)spawner_pid);
+	daemon_run(&n.dc);
+	ipc_server_free(n.server);
+	pool_free(n.pool);
+	/* Closing the link makes the spawner remove every sandbox and the nftables table. */
+	ipc_client_free(n.spawner);
+	return 0;
+}

@@ -1,0 +1,400 @@
+/* netnsd's request table and handlers. Every request comes from the supervisor (checked by
+ * SO_PEERCRED at accept) and is validated here before anything privileged happens; runsc work
+ * is forwarded to the spawner only after validation. */
+#include "cgroup.h"
+#include "clock.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "netnsd.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_ARGS 64
+#define MAX_ARG_LEN 4096
+#define MIN_MEMORY (16ull << 20)
+
+struct claim_waiter {
+	struct netnsd *n;
+	struct ipc_call *call;
+	bool allow_outbound;
+	struct event *timer;
+	struct claim_waiter *next;
+};
+
+static struct netnsd_sandbox *
+sandbox_find(struct netnsd *n, const char *id)
+{
+	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next)
+		if (!strcmp(s->id, id))
+			return s;
+	return NULL;
+}
+
+static void
+sandbox_remove(struct netnsd *n, const char *id)
+{
+	for (struct netnsd_sandbox **pp = &n->sandboxes; *pp; pp = &(*pp)->next)
+		if (!strcmp((*pp)->id, id)) {
+			struct netnsd_sandbox *s = *pp;
+			*pp = s->next;
+			free(s);
+			return;
+		}
+}
+
+static int
+handle_status(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	Warren__V1__StatusResponse st;
+	ipc_status_init(&st, "netnsd", ipc_server_ready(n->server));
+	st.pool_size = pool_size(n->pool);
+	st.pool_free = pool_free_count(n->pool);
+	char *backends[] = {"gvisor"};
+	if (access(n->runsc, X_OK) == 0) {
+		st.backends = backends;
+		st.n_backends = 1;
+	}
+	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next)
+		st.sandboxes++;
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_STATUS;
+	resp.status = &st;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
+static void
+claim_reply(struct ipc_call *call, struct slot *s)
+{
+	char addr[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &s->sandbox_addr, addr, sizeof addr);
+	inet_ntop(AF_INET, &s->host_addr, gw, sizeof gw);
+	Warren__V1__ClaimSlotResponse cr = WARREN__V1__CLAIM_SLOT_RESPONSE__INIT;
+	cr.slot = s->index;
+	cr.address = addr;
+	cr.gateway = gw;
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_CLAIM_SLOT;
+	resp.claim_slot = &cr;
+	if (ipc_call_reply(call, &resp, &s->nsfd, 1) < 0) {
+		/* The supervisor is gone: the slot goes straight back. */
+		log_warning("Slot %u: claimant gone, releasing", s->index);
+		s->claimed = false;
+	}
+}
+
+static void
+waiter_free(struct netnsd *n, struct claim_waiter *w)
+{
+	for (struct claim_waiter **pp = &n->waiters; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	event_free(w->timer);
+	ipc_call_free(w->call);
+	free(w);
+}
+
+static void
+waiter_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct claim_waiter *w = arg;
+	ipc_call_error(w->call, -EAGAIN, "no free namespace slot (pool of %u)",
+		       pool_size(w->n->pool));
+	waiter_free(w->n, w);
+}
+
+void
+netnsd_pool_available(struct pool *p, void *ud)
+{
+	struct netnsd *n = ud;
+	/* Oldest waiter first: the list is kept in arrival order. */
+	while (n->waiters) {
+		struct slot *s;
+		struct claim_waiter *w = n->waiters;
+		if (pool_claim(p, w->allow_outbound, &s) < 0)
+			return;
+		claim_reply(w->call, s);
+		waiter_free(n, w);
+	}
+}
+
+static int
+handle_claim(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const Warren__V1__ClaimSlotRequest *q = call->req->claim_slot;
+	if (q->timeout_ms > 600000)
+		return ipc_call_error(call, -EINVAL, "timeout_ms above 600000");
+	struct slot *s;
+	int r = n->waiters ? -EAGAIN : pool_claim(n->pool, q->allow_outbound, &s);
+	if (r == 0) {
+		claim_reply(call, s);
+		return 0;
+	}
+	if (r != -EAGAIN)
+		return r;
+	if (q->timeout_ms == 0)
+		return ipc_call_error(call, -EAGAIN, "no free namespace slot (pool of %u)",
+				      pool_size(n->pool));
+	struct claim_waiter *w = calloc(1, sizeof *w);
+	w->n = n;
+	w->allow_outbound = q->allow_outbound;
+	w->call = ipc_call_defer(call);
+	w->timer = evtimer_new(n->dc.base, waiter_timeout, w);
+	struct timeval tv = {q->timeout_ms / 1000, (q->timeout_ms % 1000) * 1000};
+	evtimer_add(w->timer, &tv);
+	struct claim_waiter **pp = &n->waiters;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = w;
+	return IPC_DEFER;
+}
+
+static int
+handle_release(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	unsigned idx = call->req->release_slot->slot;
+	struct slot *s = pool_slot(n->pool, idx);
+	if (!s || !s->claimed)
+		return ipc_call_error(call, -ENOENT, "slot %u is not claimed", idx);
+	for (struct netnsd_sandbox *sb = n->sandboxes; sb; sb = sb->next)
+		if (sb->slot == idx)
+			return ipc_call_error(call, -EBUSY, "slot %u still runs sandbox %s", idx,
+					      sb->id);
+	int r = pool_release(n->pool, idx);
+	if (r < 0)
+		return r;
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
+/* Forward a validated request to the spawner and relay its answer (with any fds). */
+struct forward {
+	struct netnsd *n;
+	struct ipc_call *call;
+	int kind;
+	char id[SANDBOX_ID_LEN + 1];
+	unsigned slot;
+};
+
+static void
+forward_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct forward *f = ud;
+	struct netnsd *n = f->n;
+	if (!resp) {
+		ipc_call_error(f->call, r, "spawner did not answer: %s", strerror(-r));
+	} else {
+		if (f->kind == WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX && resp->error == 0 &&
+		    resp->body_case == WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX) {
+			struct netnsd_sandbox *s = sandbox_find(n, f->id);
+			if (s)
+				s->pid = resp->spawn_sandbox->pid;
+		} else if (f->kind == WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX)
+			sandbox_remove(n, f->id);
+		if (f->kind == WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX)
+			sandbox_remove(n, f->id);
+		ipc_call_reply(f->call, (IpcResponse *)resp, fds, n_fds);
+	}
+	ipc_close_fds(fds, n_fds);
+	ipc_call_free(f->call);
+	free(f);
+}
+
+static int
+forward(struct netnsd *n, struct ipc_call *call, const char *id, const int *fds, size_t n_fds,
+	unsigned timeout_ms)
+{
+	struct forward *f = calloc(1, sizeof *f);
+	f->n = n;
+	f->kind = (int)call->req->body_case;
+	snprintf(f->id, sizeof f->id, "%s", id);
+	int r = ipc_client_call(n->spawner, (IpcRequest *)call->req, fds, n_fds, timeout_ms,
+				forward_done, f);
+	if (r < 0) {
+		free(f);
+		return r;
+	}
+	f->call = ipc_call_defer(call);
+	return IPC_DEFER;
+}
+
+static bool
+strings_valid(char **v, size_t n, size_t max, bool env)
+{
+	if (n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(v[i]);
+		if (len > MAX_ARG_LEN || (env && (!strchr(v[i], '=') || v[i][0] == '=')))
+			return false;
+	}
+	return true;
+}
+
+static int
+handle_spawn(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const Warren__V1__SpawnSandboxRequest *q = call->req->spawn_sandbox;
+	if (!sandbox_id_valid(q->id))
+		return ipc_call_error(call, -EINVAL, "bad sandbox id");
+	if (sandbox_find(n, q->id))
+		return ipc_call_error(call, -EEXIST, "sandbox %s exists", q->id);
+	if (strcmp(q->backend, "gvisor") && q->backend[0])
+		return ipc_call_error(call, -EOPNOTSUPP, "backend %s is not served", q->backend);
+	struct slot *s = pool_slot(n->pool, q->slot);
+	if (!s || !s->claimed)
+		return ipc_call_error(call, -EINVAL, "slot %u is not claimed", q->slot);
+	for (struct netnsd_sandbox *sb = n->sandboxes; sb; sb = sb->next)
+		if (sb->slot == q->slot)
+			return ipc_call_error(call, -EBUSY, "slot %u is in use", q->slot);
+	struct stat st;
+	if (fstat(call->fds[0], &st) < 0 || st.st_ino != s->ns_ino)
+		return ipc_call_error(call, -EINVAL, "fd is not the namespace of slot %u", q->slot);
+	if (q->n_argv == 0 || !q->argv[0][0] || !strings_valid(q->argv, q->n_argv, MAX_ARGS, false) ||
+	    !strings_valid(q->env, q->n_env, MAX_ARGS, true))
+		return ipc_call_error(call, -EINVAL, "bad argv or env");
+	uint64_t mem = 0;
+	meminfo_bytes("MemTotal", &mem);
+	if (q->memory_limit < MIN_MEMORY || q->memory_limit > mem)
+		return ipc_call_error(call, -EINVAL, "memory limit out of range");
+	if (!port_valid(q->port))
+		return ipc_call_error(call, -EINVAL, "bad port");
+	char real[PATH_MAX];
+	if (!realpath(q->rootfs, real) || !path_is_inside(real, n->templates_dir) ||
+	    stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+		return ipc_call_error(call, -EACCES, "rootfs %s is not a directory inside %s",
+				      q->rootfs, n->templates_dir);
+	/* The spawner gets canonical values and netnsd's own fd for the slot. */
+	Warren__V1__SpawnSandboxRequest fwd = *q;
+	fwd.rootfs = real;
+	IpcRequest req = *call->req;
+	req.spawn_sandbox = &fwd;
+	const IpcRequest *orig = call->req;
+	call->req = &req;
+	struct netnsd_sandbox *sb = calloc(1, sizeof *sb);
+	snprintf(sb->id, sizeof sb->id, "%s", q->id);
+	sb->slot = q->slot;
+	sb->next = n->sandboxes;
+	n->sandboxes = sb;
+	int r = forward(n, call, q->id, &s->nsfd, 1, 120000);
+	call->req = orig;
+	if (r < 0)
+		sandbox_remove(n, q->id);
+	return r;
+}
+
+static int
+handle_destroy(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const char *id = call->req->destroy_sandbox->id;
+	if (!sandbox_id_valid(id) || !sandbox_find(n, id))
+		return ipc_call_error(call, -ENOENT, "no sandbox %s", id);
+	return forward(n, call, id, NULL, 0, 60000);
+}
+
+static int
+handle_exec(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const Warren__V1__ExecRequest *q = call->req->exec;
+	struct netnsd_sandbox *sb = sandbox_id_valid(q->id) ? sandbox_find(n, q->id) : NULL;
+	if (!sb || sb->exited || !sb->pid)
+		return ipc_call_error(call, -ENOENT, "no running sandbox %s", q->id);
+	if (q->n_argv == 0 || !strings_valid(q->argv, q->n_argv, MAX_ARGS, false) ||
+	    q->timeout_ms > 600000)
+		return ipc_call_error(call, -EINVAL, "bad argv or timeout");
+	return forward(n, call, q->id, NULL, 0, (q->timeout_ms ? q->timeout_ms : 30000) + 5000);
+}
+
+static int
+handle_list(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	size_t count = 0;
+	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next)
+		count++;
+	Warren__V1__SandboxInfo *infos = calloc(count + 1, sizeof *infos);
+	Warren__V1__SandboxInfo **ptrs = calloc(count + 1, sizeof *ptrs);
+	char rel[300];
+	size_t i = 0;
+	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next, i++) {
+		warren__v1__sandbox_info__init(&infos[i]);
+		infos[i].id = s->id;
+		infos[i].slot = s->slot;
+		infos[i].pid = s->exited ? 0 : s->pid;
+		snprintf(rel, sizeof rel, "%s/%s", n->cgroup_parent, s->id);
+		infos[i].frozen = cgroup_frozen(rel) == 1;
+		ptrs[i] = &infos[i];
+	}
+	Warren__V1__ListSandboxesResponse lr = WARREN__V1__LIST_SANDBOXES_RESPONSE__INIT;
+	lr.sandboxes = ptrs;
+	lr.n_sandboxes = count;
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_LIST_SANDBOXES;
+	resp.list_sandboxes = &lr;
+	int r = ipc_call_reply(call, &resp, NULL, 0);
+	free(infos);
+	free(ptrs);
+	return r;
+}
+
+static int
+handle_freeze(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const Warren__V1__FreezeSandboxRequest *q = call->req->freeze_sandbox;
+	struct netnsd_sandbox *sb = sandbox_id_valid(q->id) ? sandbox_find(n, q->id) : NULL;
+	if (!sb || sb->exited || !sb->pid)
+		return ipc_call_error(call, -ENOENT, "no running sandbox %s", q->id);
+	char rel[300];
+	snprintf(rel, sizeof rel, "%s/%s", n->cgroup_parent, q->id);
+	uint64_t t0 = now_usec();
+	int r = cgroup_freeze(rel, q->freeze);
+	if (r < 0)
+		return ipc_call_error(call, r, "%s %s: %s", q->freeze ? "freeze" : "thaw", q->id,
+				      strerror(-r));
+	Warren__V1__FreezeSandboxResponse fr = WARREN__V1__FREEZE_SANDBOX_RESPONSE__INIT;
+	fr.frozen = q->freeze;
+	fr.elapsed_us = now_usec() - t0;
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_FREEZE_SANDBOX;
+	resp.freeze_sandbox = &fr;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
+void
+netnsd_spawner_event(const IpcResponse *ev, void *ud)
+{
+	struct netnsd *n = ud;
+	if (ev->body_case != WARREN__V1__RESPONSE__BODY_SANDBOX_EXITED)
+		return;
+	struct netnsd_sandbox *sb = sandbox_find(n, ev->sandbox_exited->id);
+	if (sb)
+		sb->exited = true;
+	log_info("Sandbox %s exited (status %d, signal %d)", ev->sandbox_exited->id,
+		 ev->sandbox_exited->exit_status, ev->sandbox_exited->signal);
+	ipc_server_broadcast(n->server, (IpcResponse *)ev);
+}
+
+const struct ipc_handler netnsd_handlers[] = {
+	{WARREN__V1__REQUEST__BODY_STATUS, 0, 0, handle_status},
+	{WARREN__V1__REQUEST__BODY_CLAIM_SLOT, 0, IPC_NEEDS_READY, handle_claim},
+	{WARREN__V1__REQUEST__BODY_RELEASE_SLOT, 0, IPC_NEEDS_READY, handle_release},
+	{WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX, 1, IPC_NEEDS_READY, handle_spawn},
+	{WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX, 0, IPC_NEEDS_READY, handle_destroy},
+	{WARREN__V1__REQUEST__BODY_EXEC, 0, IPC_NEEDS_READY, handle_exec},
+	{WARREN__V1__REQUEST__BODY_LIST_SANDBOXES, 0, 0, handle_list},
+	{WARREN__V1__REQUEST__BODY_FREEZE_SANDBOX, 0, IPC_NEEDS_READY, handle_freeze},
+};
+const unsigned netnsd_n_handlers = sizeof netnsd_handlers / sizeof netnsd_handlers[0];

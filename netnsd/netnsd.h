@@ -1,0 +1,40 @@
+/* warren-netnsd: the privileged namespace-pool daemon. Shared state of its files. */
+#pragma once
+#include <stdbool.h>
+
+#include "daemon.h"
+#include "ipc-client.h"
+#include "ipc-server.h"
+#include "isolation.h"
+#include "names.h"
+#include "pool.h"
+
+struct netnsd_sandbox {
+	char id[SANDBOX_ID_LEN + 1];
+	unsigned slot;
+	int pid;
+	bool exited;
+	struct netnsd_sandbox *next;
+};
+
+struct netnsd {
+	struct daemon_common dc;
+	struct pool *pool;
+	struct ipc_server *server;
+	struct ipc_client *spawner;
+	char *templates_dir; /* canonical */
+	const char *cgroup_parent;
+	const char *runsc;
+	struct netnsd_sandbox *sandboxes;
+	struct claim_waiter *waiters;
+};
+
+extern const struct ipc_handler netnsd_handlers[];
+extern const unsigned netnsd_n_handlers;
+void netnsd_pool_available(struct pool *p, void *ud);
+void netnsd_spawner_event(const IpcResponse *ev, void *ud);
+
+/* netnsd-sandbox.c */
+extern const int netnsd_caps[];
+extern const unsigned netnsd_n_caps;
+extern const struct seccomp_policy netnsd_seccomp;

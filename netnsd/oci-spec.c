@@ -1,0 +1,74 @@
+/* config.json for runsc: read-only shared template rootfs (runsc gives it a memory overlay),
+ * the slot's network namespace by path (runsc makes an empty one otherwise), the memory limit
+ * and a cgroup under netnsd's parent. Written by netnsd's spawner. */
+#include "oci-spec.h"
+#include "fileio.h"
+#include "macro.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void
+json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void
+json_array(FILE *f, char *const *v, size_t n)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(',', f);
+		json_str(f, v[i]);
+	}
+	fputc(']', f);
+}
+
+int
+oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	fputs("{\"ociVersion\":\"1.0.2\",\"process\":{\"terminal\":false,"
+	      "\"user\":{\"uid\":0,\"gid\":0},\"args\":",
+	      f);
+	json_array(f, s->argv, s->argc);
+	fputs(",\"env\":", f);
+	json_array(f, s->env, s->envc);
+	fputs(",\"cwd\":\"/\",\"noNewPrivileges\":true},\"root\":{\"path\":", f);
+	json_str(f, s->rootfs);
+	fputs(",\"readonly\":true},\"hostname\":", f);
+	json_str(f, s->id);
+	fputs(",\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+	      "{\"destination\":\"/dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"},"
+	      "{\"destination\":\"/tmp\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"}],"
+	      "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
+	      "{\"type\":\"mount\"},{\"type\":\"network\",\"path\":",
+	      f);
+	json_str(f, s->netns_path);
+	fprintf(f, "}],\"resources\":{\"memory\":{\"limit\":%llu}},\"cgroupsPath\":",
+		(unsigned long long)s->memory_limit);
+	json_str(f, s->cgroups_path);
+	fputs("}}\n", f);
+	fclose(f);
+	char path[512];
+	snprintf(path, sizeof path, "%s/config.json", bundle_dir);
+	int r = file_write_atomic(path, buf, len, 0600);
+	free(buf);
+	return r;
+}

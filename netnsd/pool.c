@@ -1,0 +1,248 @@
+/* netnsd's namespace pool (see pool.h). Slots are built in the background a few at a time so a
+ * claim never waits behind the whole pool; release scrubs the slot in place. */
+#include "pool.h"
+#include "conntrack.h"
+#include "fileio.h"
+#include "isolation.h"
+#include "log.h"
+#include "macro.h"
+#include "netlink.h"
+
+#include <arpa/inet.h>
+#include <linux/netlink.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define BUILD_BATCH 4
+
+struct pool {
+	struct event_base *base;
+	struct pool_config cfg;
+	struct slot *slots;
+	unsigned built;
+	int host_ns;
+	int host_nl;
+	struct event *build_ev;
+	pool_available_fn available;
+	void *ud;
+};
+
+unsigned
+pool_default_size(void)
+{
+	uint64_t mem = 0;
+	meminfo_bytes("MemTotal", &mem);
+	unsigned n = (unsigned)(mem / (256ull << 20));
+	return n < 32 ? 32 : n > 1000 ? 1000 : n;
+}
+
+/* Enter a slot's namespace, run fn with a netlink socket there, come back. */
+static int
+in_slot(struct pool *p, struct slot *s, int (*fn)(struct pool *, struct slot *, int nl))
+{
+	if (setns(s->nsfd, CLONE_NEWNET) < 0)
+		return -errno;
+	int nl = nl_open(NETLINK_ROUTE);
+	int r = nl < 0 ? nl : fn(p, s, nl);
+	safe_close(nl);
+	if (setns(p->host_ns, CLONE_NEWNET) < 0) {
+		/* Stuck in a sandbox namespace is a broken invariant. */
+		log_error_errno(-errno, "Cannot return to the host namespace: %m");
+		abort();
+	}
+	return r;
+}
+
+/* Inside the slot: lo up, eth0 with the sandbox address and a default route. Also what a
+ * release re-does, since gVisor takes address and route away when it starts. */
+static int
+slot_configure_inside(struct pool *p, struct slot *s, int nl)
+{
+	nl_links_delete_except(nl, (int)if_nametoindex("eth0"));
+	int lo = (int)if_nametoindex("lo"), eth0 = (int)if_nametoindex("eth0");
+	if (!lo || !eth0)
+		return -ENODEV;
+	int r = nl_link_set(nl, lo, true, -1);
+	if (r == 0)
+		r = nl_addr_flush(nl, eth0);
+	if (r == 0)
+		r = nl_addr_add(nl, eth0, s->sandbox_addr, 30);
+	if (r == 0)
+		r = nl_link_set(nl, eth0, true, -1);
+	if (r == 0)
+		r = nl_route_default(nl, eth0, s->host_addr);
+	return r;
+}
+
+static int
+slot_build(struct pool *p, struct slot *s)
+{
+	if (unshare(CLONE_NEWNET) < 0)
+		return log_error_errno(-errno, "unshare(CLONE_NEWNET): %m");
+	s->nsfd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int saved = -errno;
+	if (setns(p->host_ns, CLONE_NEWNET) < 0)
+		abort();
+	if (s->nsfd < 0)
+		return saved;
+	struct stat st;
+	fstat(s->nsfd, &st);
+	s->ns_ino = st.st_ino;
+	int old = (int)if_nametoindex(s->host_ifname);
+	if (old)
+		nl_link_del(p->host_nl, old); /* left by a netnsd that crashed */
+	int r = nl_veth_create(p->host_nl, s->host_ifname, "eth0", s->nsfd);
+	if (r < 0)
+		return log_error_errno(r, "Slot %u: creating veth %s: %m", s->index, s->host_ifname);
+	s->host_ifindex = (int)if_nametoindex(s->host_ifname);
+	r = nl_addr_add(p->host_nl, s->host_ifindex, s->host_addr, 30);
+	if (r == 0)
+		r = nl_link_set(p->host_nl, s->host_ifindex, true, 0);
+	if (r == 0)
+		r = in_slot(p, s, slot_configure_inside);
+	if (r < 0)
+		return log_error_errno(r, "Slot %u: configuring: %m", s->index);
+	s->built = true;
+	return 0;
+}
+
+static void
+build_some(evutil_socket_t fd, short what, void *arg)
+{
+	struct pool *p = arg;
+	unsigned done = 0;
+	while (p->built < p->cfg.size && done < BUILD_BATCH) {
+		struct slot *s = &p->slots[p->built];
+		if (slot_build(p, s) < 0) {
+			/* Leave the pool smaller rather than spin; the size is reported. */
+			log_error("Pool stops at %u slots", p->built);
+			p->cfg.size = p->built;
+			break;
+		}
+		p->built++;
+		done++;
+	}
+	if (done && p->available)
+		p->available(p, p->ud);
+	if (p->built < p->cfg.size) {
+		struct timeval tv = {0, 1000};
+		evtimer_add(p->build_ev, &tv);
+	} else
+		log_info("Namespace pool ready: %u slots", p->built);
+}
+
+int
+pool_new(struct event_base *base, const struct pool_config *cfg, pool_available_fn cb, void *ud,
+	 struct pool **out)
+{
+	struct pool *p = calloc(1, sizeof *p);
+	if (!p)
+		return -ENOMEM;
+	p->base = base;
+	p->cfg = *cfg;
+	p->available = cb;
+	p->ud = ud;
+	p->host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	p->host_nl = nl_open(NETLINK_ROUTE);
+	p->slots = calloc(cfg->size, sizeof *p->slots);
+	if (p->host_ns < 0 || p->host_nl < 0 || !p->slots) {
+		pool_free(p);
+		return -EIO;
+	}
+	uint32_t base_addr = ntohl(cfg->subnet);
+	for (unsigned i = 0; i < cfg->size; i++) {
+		struct slot *s = &p->slots[i];
+		s->index = i;
+		s->nsfd = -1;
+		s->host_addr = htonl(base_addr + 4 * i + 1);
+		s->sandbox_addr = htonl(base_addr + 4 * i + 2);
+		snprintf(s->host_ifname, sizeof s->host_ifname, "%s%u", cfg->ifname_prefix, i);
+	}
+	p->build_ev = evtimer_new(base, build_some, p);
+	struct timeval tv = {0, 0};
+	evtimer_add(p->build_ev, &tv);
+	*out = p;
+	return 0;
+}
+
+void
+pool_free(struct pool *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; i < p->built; i++) {
+		/* Deleting the host end takes the pair; closing the fd frees the namespace. */
+		if (p->slots[i].host_ifindex)
+			nl_link_del(p->host_nl, p->slots[i].host_ifindex);
+		safe_close(p->slots[i].nsfd);
+	}
+	if (p->build_ev)
+		event_free(p->build_ev);
+	safe_close(p->host_nl);
+	safe_close(p->host_ns);
+	free(p->slots);
+	free(p);
+}
+
+int
+pool_claim(struct pool *p, bool allow_outbound, struct slot **out)
+{
+	for (unsigned i = 0; i < p->built; i++) {
+		struct slot *s = &p->slots[i];
+		if (s->claimed)
+			continue;
+		int r = nl_link_set(p->host_nl, s->host_ifindex, true,
+				    allow_outbound ? ISOLATION_OUTBOUND_GROUP : 0);
+		if (r < 0)
+			return log_error_errno(r, "Slot %u: setting link group: %m", i);
+		s->claimed = true;
+		*out = s;
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+int
+pool_release(struct pool *p, unsigned index)
+{
+	if (index >= p->built || !p->slots[index].claimed)
+		return -ENOENT;
+	struct slot *s = &p->slots[index];
+	int r = in_slot(p, s, slot_configure_inside);
+	if (r < 0)
+		return log_error_errno(r, "Slot %u: scrub failed, keeping it out of the pool: %m",
+				       index);
+	nl_link_set(p->host_nl, s->host_ifindex, true, 0);
+	r = conntrack_flush_addr(s->sandbox_addr);
+	if (r < 0)
+		log_warning_errno(r, "Slot %u: conntrack flush: %m", index);
+	s->claimed = false;
+	if (p->available)
+		p->available(p, p->ud);
+	return 0;
+}
+
+struct slot *
+pool_slot(struct pool *p, unsigned index)
+{
+	return index < p->built ? &p->slots[index] : NULL;
+}
+
+unsigned
+pool_size(struct pool *p)
+{
+	return p->cfg.size;
+}
+
+unsigned
+pool_free_count(struct pool *p)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < p->built; i++)
+		n += !p->slots[i].claimed;
+	return n;
+}

@@ -1,0 +1,39 @@
+/* The namespace pool: network namespaces built ahead of time, each with a veth pair, addresses
+ * and a default route, held by fd; claimed by a create, scrubbed and reused on release. */
+#pragma once
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct slot {
+	unsigned index;
+	int nsfd;
+	ino_t ns_ino;
+	bool built, claimed;
+	uint32_t host_addr, sandbox_addr; /* network order */
+	char host_ifname[16];
+	int host_ifindex;
+};
+
+struct pool_config {
+	unsigned size;
+	uint32_t subnet; /* network order, a /16 or larger is plenty */
+	const char *ifname_prefix;
+};
+
+struct pool;
+typedef void (*pool_available_fn)(struct pool *p, void *ud);
+
+int pool_new(struct event_base *base, const struct pool_config *cfg, pool_available_fn cb,
+	     void *ud, struct pool **out);
+void pool_free(struct pool *p);
+/* First built, free slot; -EAGAIN when none. allow_outbound sets the veth's link group that the
+ * nftables rules let out. */
+int pool_claim(struct pool *p, bool allow_outbound, struct slot **out);
+int pool_release(struct pool *p, unsigned index);
+struct slot *pool_slot(struct pool *p, unsigned index);
+unsigned pool_size(struct pool *p);
+unsigned pool_free_count(struct pool *p);
+/* Default size: one slot per 256 MiB of RAM, at least 32. */
+unsigned pool_default_size(void);

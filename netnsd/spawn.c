@@ -1,0 +1,444 @@
+/* The spawner (see spawn.h). Every runsc command runs in the sandbox's slot namespace: runsc's
+ * control socket is abstract, so exec/delete from another namespace would not find it. `run`
+ * also gets a private mount namespace with a tmpfs over /proc/sys/net, because this runsc
+ * takes /proc/sys/net/core/rmem_default as proof of the root namespace and refuses to start. */
+#include "spawn.h"
+#include "cgroup.h"
+#include "fileio.h"
+#include "ipc-server.h"
+#include "log.h"
+#include "macro.h"
+#include "names.h"
+#include "oci-spec.h"
+
+#include <event2/event.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+struct sb {
+	char id[SANDBOX_ID_LEN + 1];
+	int nsfd;
+	pid_t pid;
+	char bundle[300];
+	char cgroup[300];
+	struct sb *next;
+};
+
+enum cmd_kind { CMD_RUN, CMD_DELETE, CMD_EXEC };
+
+struct cmd {
+	pid_t pid;
+	enum cmd_kind kind;
+	struct sb *sb;
+	struct ipc_call *call;
+	int out_fd, err_fd;
+	struct event *timer;
+	char *error; /* a failed run being cleaned up: the error to answer with */
+	struct cmd *next;
+};
+
+static const struct spawner_config *cfg;
+static struct event_base *base;
+static struct ipc_server *server;
+static struct sb *sandboxes;
+static struct cmd *cmds;
+static char runsc_root[300];
+
+static struct sb *
+sb_find(const char *id)
+{
+	for (struct sb *s = sandboxes; s; s = s->next)
+		if (!strcmp(s->id, id))
+			return s;
+	return NULL;
+}
+
+static void
+sb_forget(struct sb *sb)
+{
+	for (struct sb **pp = &sandboxes; *pp; pp = &(*pp)->next)
+		if (*pp == sb) {
+			*pp = sb->next;
+			break;
+		}
+	rm_rf(sb->bundle);
+	cgroup_remove(sb->cgroup);
+	safe_close(sb->nsfd);
+	free(sb);
+}
+
+/* Fork a runsc command inside the slot. */
+static pid_t
+run_in_slot(struct sb *sb, char **argv, int out_fd, int err_fd, bool for_run)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid < 0 ? -errno : pid;
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	if (setns(sb->nsfd, CLONE_NEWNET) < 0)
+		_exit(120);
+	if (for_run && (unshare(CLONE_NEWNS) < 0 ||
+			mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+			mount("tmpfs", "/proc/sys/net", "tmpfs", MS_NOSUID | MS_NODEV, NULL) < 0))
+		_exit(121);
+	int null = open("/dev/null", O_RDWR);
+	dup2(null, 0);
+	dup2(out_fd >= 0 ? out_fd : null, 1);
+	dup2(err_fd >= 0 ? err_fd : null, 2);
+	execv(cfg->runsc, argv);
+	_exit(127);
+}
+
+static int
+cmd_start(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, char **argv, int out_fd,
+	  int err_fd)
+{
+	pid_t pid = run_in_slot(sb, argv, out_fd, err_fd, kind == CMD_RUN);
+	if (pid < 0)
+		return (int)pid;
+	struct cmd *c = calloc(1, sizeof *c);
+	c->pid = pid;
+	c->kind = kind;
+	c->sb = sb;
+	c->call = call;
+	c->out_fd = out_fd;
+	c->err_fd = err_fd;
+	c->next = cmds;
+	cmds = c;
+	return 0;
+}
+
+static void
+cmd_free(struct cmd *c)
+{
+	for (struct cmd **pp = &cmds; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	if (c->timer)
+		event_free(c->timer);
+	safe_close(c->out_fd);
+	safe_close(c->err_fd);
+	ipc_call_free(c->call);
+	free(c->error);
+	free(c);
+}
+
+static int
+start_delete(struct sb *sb, struct ipc_call *call, char *error)
+{
+	/* Killing the cgroup first makes `runsc delete --force` take ~50 ms instead of ~1.6 s. */
+	cgroup_kill_all(sb->cgroup);
+	char *argv[] = {(char *)cfg->runsc, runsc_root, "delete", "--force", sb->id, NULL};
+	int r = cmd_start(CMD_DELETE, sb, call, argv, -1, -1);
+	if (r == 0)
+		cmds->error = error;
+	return r;
+}
+
+static void
+log_tail(const char *bundle, char *buf, size_t size)
+{
+	char path[400];
+	snprintf(path, sizeof path, "%s/runsc.log", bundle);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	buf[0] = 0;
+	if (fd < 0)
+		return;
+	off_t end = lseek(fd, 0, SEEK_END);
+	lseek(fd, end > (off_t)size - 1 ? end - (off_t)size + 1 : 0, SEEK_SET);
+	ssize_t k = read(fd, buf, size - 1);
+	buf[k > 0 ? k : 0] = 0;
+	for (char *p = buf; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+}
+
+static void
+cmd_done(struct cmd *c, int status)
+{
+	struct sb *sb = c->sb;
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	switch (c->kind) {
+	case CMD_RUN: {
+		char path[400], pidbuf[32];
+		snprintf(path, sizeof path, "%s/pid", sb->bundle);
+		if (ok && file_read_line(path, pidbuf, sizeof pidbuf) == 0 && atoi(pidbuf) > 0) {
+			sb->pid = atoi(pidbuf);
+			Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
+			sr.pid = sb->pid;
+			resp.body_case = WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX;
+			resp.spawn_sandbox = &sr;
+			ipc_call_reply(c->call, &resp, NULL, 0);
+			break;
+		}
+		char tail[400], *msg = NULL;
+		log_tail(sb->bundle, tail, sizeof tail);
+		if (asprintf(&msg, "runsc run failed (status 0x%x): %s", status, tail) < 0)
+			msg = NULL;
+		log_error("Sandbox %s: %s", sb->id, msg ? msg : "runsc run failed");
+		struct ipc_call *call = TAKE_PTR(c->call);
+		if (start_delete(sb, call, msg) < 0) {
+			ipc_call_error(call, -EIO, "%s", msg ? msg : "runsc run failed");
+			ipc_call_free(call);
+			free(msg);
+			sb_forget(sb);
+		}
+		break;
+	}
+	case CMD_DELETE:
+		/* Whatever runsc said, nothing of the sandbox may stay. */
+		cgroup_kill_all(sb->cgroup);
+		if (c->error)
+			ipc_call_error(c->call, -EIO, "%s", c->error);
+		else if (c->call)
+			ipc_call_reply(c->call, &resp, NULL, 0);
+		sb_forget(sb);
+		break;
+	case CMD_EXEC: {
+		Warren__V1__ExecResponse er = WARREN__V1__EXEC_RESPONSE__INIT;
+		er.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		resp.body_case = WARREN__V1__RESPONSE__BODY_EXEC;
+		resp.exec = &er;
+		lseek(c->out_fd, 0, SEEK_SET);
+		lseek(c->err_fd, 0, SEEK_SET);
+		int fds[2] = {c->out_fd, c->err_fd};
+		ipc_call_reply(c->call, &resp, fds, 2);
+		break;
+	}
+	}
+	cmd_free(c);
+}
+
+static void
+on_sigchld(evutil_socket_t sig, short what, void *arg)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid <= 0)
+			return;
+		struct cmd *c = cmds;
+		while (c && c->pid != pid)
+			c = c->next;
+		if (c) {
+			cmd_done(c, status);
+			continue;
+		}
+		for (struct sb *sb = sandboxes; sb; sb = sb->next) {
+			if (sb->pid != pid)
+				continue;
+			/* The sandbox went away by itself: tell netnsd, which tells the supervisor. */
+			sb->pid = 0;
+			Warren__V1__SandboxExitedEvent ev = WARREN__V1__SANDBOX_EXITED_EVENT__INIT;
+			ev.id = sb->id;
+			ev.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+			ev.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+			IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+			resp.body_case = WARREN__V1__RESPONSE__BODY_SANDBOX_EXITED;
+			resp.sandbox_exited = &ev;
+			ipc_server_broadcast(server, &resp);
+		}
+	}
+}
+
+static int
+handle_spawn(struct ipc_call *call, void *ud)
+{
+	const Warren__V1__SpawnSandboxRequest *q = call->req->spawn_sandbox;
+	if (!sandbox_id_valid(q->id) || sb_find(q->id) || q->n_argv == 0)
+		return -EINVAL;
+	struct sb *sb = calloc(1, sizeof *sb);
+	snprintf(sb->id, sizeof sb->id, "%s", q->id);
+	sb->nsfd = TAKE_FD(call->fds[0]);
+	snprintf(sb->bundle, sizeof sb->bundle, "%s/bundles/%s", cfg->runtime_dir, q->id);
+	snprintf(sb->cgroup, sizeof sb->cgroup, "%s/%s", cfg->cgroup_parent, q->id);
+	sb->next = sandboxes;
+	sandboxes = sb;
+	char netns[64];
+	snprintf(netns, sizeof netns, "/proc/%d/fd/%d", (int)getpid(), sb->nsfd);
+	struct oci_spec spec = {.id = q->id,
+				.rootfs = q->rootfs,
+				.argv = q->argv,
+				.argc = q->n_argv,
+				.env = q->env,
+				.envc = q->n_env,
+				.memory_limit = q->memory_limit,
+				.netns_path = netns,
+				.cgroups_path = sb->cgroup};
+	int r = mkdir_p(sb->bundle, 0700);
+	if (r == 0)
+		r = oci_spec_write(sb->bundle, &spec);
+	if (r < 0) {
+		sb_forget(sb);
+		return r;
+	}
+	char log[400], pidfile[400];
+	snprintf(log, sizeof log, "%s/runsc.log", sb->bundle);
+	snprintf(pidfile, sizeof pidfile, "%s/pid", sb->bundle);
+	int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* run --detach hands its stdout/stderr to the sandbox: a file, never a pipe we wait on. */
+	char *argv[] = {(char *)cfg->runsc, runsc_root, "--platform=ptrace", "--network=sandbox",
+			"--overlay2=root:memory", "run", "--bundle", sb->bundle, "--detach",
+			"--pid-file", pidfile, sb->id, NULL};
+	struct ipc_call *deferred = ipc_call_defer(call);
+	r = cmd_start(CMD_RUN, sb, deferred, argv, logfd, dup(logfd));
+	if (r < 0) {
+		safe_close(logfd);
+		ipc_call_free(deferred);
+		sb_forget(sb);
+		return r;
+	}
+	return IPC_DEFER;
+}
+
+static int
+handle_destroy(struct ipc_call *call, void *ud)
+{
+	struct sb *sb = sb_find(call->req->destroy_sandbox->id);
+	if (!sb)
+		return -ENOENT;
+	for (struct cmd *c = cmds; c; c = c->next)
+		if (c->sb == sb && c->kind != CMD_EXEC)
+			return -EBUSY;
+	struct ipc_call *d = ipc_call_defer(call);
+	int r = start_delete(sb, d, NULL);
+	if (r < 0) {
+		ipc_call_free(d);
+		return r;
+	}
+	return IPC_DEFER;
+}
+
+static void
+exec_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct cmd *c = arg;
+	kill(c->pid, SIGKILL);
+}
+
+static int
+handle_exec(struct ipc_call *call, void *ud)
+{
+	const Warren__V1__ExecRequest *q = call->req->exec;
+	struct sb *sb = sb_find(q->id);
+	if (!sb || !sb->pid)
+		return -ENOENT;
+	if (q->n_argv == 0 || q->n_argv > 250)
+		return -EINVAL;
+	char **argv = calloc(q->n_argv + 6, sizeof *argv);
+	size_t n = 0;
+	argv[n++] = (char *)cfg->runsc;
+	argv[n++] = runsc_root;
+	argv[n++] = "exec";
+	argv[n++] = sb->id;
+	for (size_t i = 0; i < q->n_argv; i++)
+		argv[n++] = q->argv[i];
+	int out = memfd_create("exec-stdout", MFD_CLOEXEC), err = memfd_create("exec-stderr", MFD_CLOEXEC);
+	struct ipc_call *d = ipc_call_defer(call);
+	int r = cmd_start(CMD_EXEC, sb, d, argv, out, err);
+	free(argv);
+	if (r < 0) {
+		safe_close(out);
+		safe_close(err);
+		ipc_call_free(d);
+		return r;
+	}
+	unsigned ms = q->timeout_ms ? q->timeout_ms : 30000;
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	cmds->timer = evtimer_new(base, exec_timeout, cmds);
+	evtimer_add(cmds->timer, &tv);
+	return IPC_DEFER;
+}
+
+/* Nothing of an earlier netnsd's sandboxes may survive: their namespaces are gone with it. */
+static void
+clean_slate(void)
+{
+	cgroup_clear_children(cfg->cgroup_parent);
+	char path[400];
+	rm_rf(runsc_root + strlen("--root="));
+	snprintf(path, sizeof path, "%s/bundles", cfg->runtime_dir);
+	rm_rf(path);
+	mkdir_p(runsc_root + strlen("--root="), 0700);
+}
+
+static void
+on_netnsd_gone(void *ud)
+{
+	log_info("netnsd is gone: removing every sandbox");
+	for (struct sb *sb = sandboxes; sb; sb = sb->next)
+		cgroup_kill_all(sb->cgroup);
+	while (sandboxes)
+		sb_forget(sandboxes);
+	clean_slate();
+	isolation_remove(cfg->isolation);
+	exit(0);
+}
+
+static const struct ipc_handler spawner_table[] = {
+	{WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX, 1, 0, handle_spawn},
+	{WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX, 0, 0, handle_destroy},
+	{WARREN__V1__REQUEST__BODY_EXEC, 0, 0, handle_exec},
+};
+
+int
+spawner_start(const struct spawner_config *config, pid_t *pid_out)
+{
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return -errno;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(sp[1]);
+		*pid_out = pid;
+		fcntl(sp[0], F_SETFL, O_NONBLOCK);
+		return sp[0];
+	}
+	close(sp[0]);
+	cfg = config;
+	log_set_ident("warren-netnsd[spawner]");
+	prctl(PR_SET_NAME, "netnsd-spawner");
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* If netnsd is killed, the link closes and on_netnsd_gone cleans up. */
+	if (getppid() != parent)
+		_exit(1);
+	snprintf(runsc_root, sizeof runsc_root, "--root=%s/runsc", cfg->runtime_dir);
+	clean_slate();
+	base = event_base_new();
+	struct ipc_server_config sc = {.name = "netnsd-spawner",
+				       .table = spawner_table,
+				       .n_table = ELEMENTSOF(spawner_table),
+				       .drop_on_violation = true,
+				       .on_peer_gone = on_netnsd_gone};
+	server = ipc_server_new(base, -1, &sc);
+	ipc_server_set_ready(server, true);
+	fcntl(sp[1], F_SETFL, O_NONBLOCK);
+	ipc_server_adopt(server, sp[1]);
+	struct event *chld = evsignal_new(base, SIGCHLD, on_sigchld, NULL);
+	event_add(chld, NULL);
+	signal(SIGTERM, SIG_IGN); /* stops when netnsd does, after cleaning up */
+	signal(SIGINT, SIG_IGN);
+	event_base_dispatch(base);
+	_exit(0);
+}

@@ -1,0 +1,18 @@
+/* netnsd's spawner: a small child forked before netnsd locks itself down. It keeps the
+ * capabilities runsc needs and no seccomp filter (runsc inherits both), accepts only the typed
+ * orders netnsd has already validated over a private socketpair, and is the subreaper of every
+ * runsc process so a sandbox that exits is reported. */
+#pragma once
+#include <sys/types.h>
+
+#include "isolation.h"
+
+struct spawner_config {
+	const char *runsc;
+	const char *runtime_dir; /* runsc --root and bundles live under it */
+	const char *cgroup_parent;
+	const struct isolation_config *isolation;
+};
+
+/* Fork the spawner; returns netnsd's end of the link. */
+int spawner_start(const struct spawner_config *cfg, pid_t *pid);

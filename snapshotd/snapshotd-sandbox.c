@@ -1,0 +1,13 @@
+/* warren-snapshotd's confinement: the capabilities it keeps and its seccomp allow-list. */
+#include <linux/capability.h>
+
+#include "snapshotd.h"
+
+const int snapshotd_caps[] = {
+	CAP_DAC_READ_SEARCH, /* read sandboxes' cgroup memory files whatever their mode */
+};
+const unsigned snapshotd_n_caps = sizeof snapshotd_caps / sizeof snapshotd_caps[0];
+
+static const char *const groups[] = {"@default", "@basic-io", "@event-loop", "@ipc", "@file-read",
+				     "@file-write", NULL};
+const struct seccomp_policy snapshotd_seccomp = {.name = "snapshotd", .groups = groups};

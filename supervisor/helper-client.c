@@ -1,0 +1,112 @@
+/* The supervisor's links to its three helpers: connect (checking who serves each socket),
+ * reconnect every 200 ms while one is down, poll its status every 2 s, and hand events to the
+ * sandbox code. A helper coming back triggers re-adoption (netnsd) or a route push (gateway). */
+#include "log.h"
+#include "macro.h"
+#include "supervisor.h"
+
+#include <string.h>
+
+static void helper_connect(evutil_socket_t fd, short what, void *arg);
+
+static int
+helper_index(struct helper *h)
+{
+	return (int)(h - sup->helpers);
+}
+
+static void
+status_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct helper *h = ud;
+	ipc_close_fds(fds, n_fds);
+	if (!resp || resp->body_case != WARREN__V1__RESPONSE__BODY_STATUS)
+		return;
+	if (h->status)
+		protobuf_c_message_free_unpacked(&h->status->base, NULL);
+	/* keep a copy: the response is freed after this callback */
+	size_t len = protobuf_c_message_get_packed_size(&resp->status->base);
+	uint8_t *buf = malloc(len ? len : 1);
+	protobuf_c_message_pack(&resp->status->base, buf);
+	h->status = warren__v1__status_response__unpack(NULL, len, buf);
+	free(buf);
+}
+
+static void
+status_poll(evutil_socket_t fd, short what, void *arg)
+{
+	struct helper *h = arg;
+	if (!ipc_client_connected(h->client))
+		return;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	Warren__V1__StatusRequest st = WARREN__V1__STATUS_REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_STATUS;
+	req.status = &st;
+	ipc_client_call(h->client, &req, NULL, 0, 2000, status_done, h);
+}
+
+static void
+helper_event(const IpcResponse *ev, void *ud)
+{
+	sandbox_on_event(ev);
+}
+
+static void
+helper_down(struct ipc_client *c, void *ud)
+{
+	struct helper *h = ud;
+	log_warning("Lost %s; reconnecting", h->name);
+	h->up = false;
+	struct timeval tv = {0, 200000};
+	evtimer_add(h->reconnect, &tv);
+}
+
+static void
+helper_connect(evutil_socket_t fd, short what, void *arg)
+{
+	struct helper *h = arg;
+	int r = ipc_client_connect(h->client, h->socket, h->uid);
+	if (r < 0) {
+		struct timeval tv = {0, 200000};
+		evtimer_add(h->reconnect, &tv);
+		return;
+	}
+	log_info("Connected to %s", h->name);
+	h->up = true;
+	status_poll(-1, 0, h);
+	if (helper_index(h) == HELPER_NETNSD)
+		sandboxes_reconcile(sup);
+	else if (helper_index(h) == HELPER_GATEWAY)
+		sandboxes_push_routes(sup);
+}
+
+void
+helpers_init(struct supervisor *s)
+{
+	for (int i = 0; i < HELPER_MAX; i++) {
+		struct helper *h = &s->helpers[i];
+		h->client = ipc_client_new(s->dc.base, h->name, helper_event, helper_down, h);
+		h->reconnect = evtimer_new(s->dc.base, helper_connect, h);
+		h->poll = event_new(s->dc.base, -1, EV_PERSIST, status_poll, h);
+		struct timeval tv = {2, 0};
+		event_add(h->poll, &tv);
+		helper_connect(-1, 0, h);
+	}
+}
+
+struct ipc_client *
+helper(int which)
+{
+	struct helper *h = &sup->helpers[which];
+	return ipc_client_connected(h->client) ? h->client : NULL;
+}
+
+int
+helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
+	    ipc_reply_fn cb, void *ud)
+{
+	struct ipc_client *c = helper(which);
+	if (!c)
+		return -ENOTCONN;
+	return ipc_client_call(c, req, fds, n_fds, timeout_ms, cb, ud);
+}

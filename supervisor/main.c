@@ -1,0 +1,161 @@
+/* warren-supervisor: the unprivileged owner of the D-Bus API (org.warren.Warren1) and of the
+ * sandbox state. Loads templates and saved sandboxes, connects to its helpers, takes the bus
+ * name, locks itself down (no capabilities, seccomp) and runs. */
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "notify.h"
+#include "privdrop.h"
+#include "supervisor.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+void sandbox_dbus_set_cgroup_parent(const char *p);
+
+static void
+usage(void)
+{
+	printf("Usage: warren-supervisor [OPTIONS]\n"
+	       "  --state-dir DIR        sandbox and template records (default /var/lib/warren/state)\n"
+	       "  --templates-dir DIR    template root filesystems (default /var/lib/warren/templates)\n"
+	       "  --netnsd-socket P      (default /run/warren/netnsd.sock)\n"
+	       "  --snapshotd-socket P   (default /run/warren/snapshotd.sock)\n"
+	       "  --gateway-socket P     (default /run/warren/gateway.sock)\n"
+	       "  --gateway-user U       the user the gateway runs as (default warren-gateway)\n"
+	       "  --gateway-url URL      (default http://127.0.0.1:8300)\n"
+	       "  --gateway-domain D     (default warren.localhost)\n"
+	       "  --idle-ms N            freeze sandboxes idle this long, 0 never (default 300000)\n"
+	       "  --cgroup-parent P      where netnsd puts sandbox cgroups (default /warren)\n"
+	       "  --user U               switch to U when started as root\n" DAEMON_COMMON_HELP);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct supervisor s;
+	sup = &s;
+	daemon_common_init(&s.dc, "supervisor");
+	const char *state = "/var/lib/warren/state", *templates = "/var/lib/warren/templates";
+	const char *gateway_user = "warren-gateway", *user = NULL;
+	s.helpers[HELPER_NETNSD] = (struct helper){.name = "netnsd", .socket = "/run/warren/netnsd.sock"};
+	s.helpers[HELPER_SNAPSHOTD] =
+		(struct helper){.name = "snapshotd", .socket = "/run/warren/snapshotd.sock"};
+	s.helpers[HELPER_GATEWAY] = (struct helper){.name = "gateway", .socket = "/run/warren/gateway.sock"};
+	s.gateway_url = "http://127.0.0.1:8300";
+	s.gateway_domain = "warren.localhost";
+	s.idle_ms = 300000;
+	static const struct option opts[] = {{"state-dir", required_argument, NULL, 'S'},
+					     {"templates-dir", required_argument, NULL, 'T'},
+					     {"netnsd-socket", required_argument, NULL, 'n'},
+					     {"snapshotd-socket", required_argument, NULL, 's'},
+					     {"gateway-socket", required_argument, NULL, 'g'},
+					     {"gateway-user", required_argument, NULL, 'G'},
+					     {"gateway-url", required_argument, NULL, 'U'},
+					     {"gateway-domain", required_argument, NULL, 'D'},
+					     {"idle-ms", required_argument, NULL, 'i'},
+					     {"cgroup-parent", required_argument, NULL, 'c'},
+					     {"user", required_argument, NULL, 'u'},
+					     {"help", no_argument, NULL, 'h'},
+					     DAEMON_COMMON_OPTIONS,
+					     {}};
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+		int r = daemon_common_option(&s.dc, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		switch (c) {
+		case 'S':
+			state = optarg;
+			break;
+		case 'T':
+			templates = optarg;
+			break;
+		case 'n':
+			s.helpers[HELPER_NETNSD].socket = optarg;
+			break;
+		case 's':
+			s.helpers[HELPER_SNAPSHOTD].socket = optarg;
+			break;
+		case 'g':
+			s.helpers[HELPER_GATEWAY].socket = optarg;
+			break;
+		case 'G':
+			gateway_user = optarg;
+			break;
+		case 'U':
+			s.gateway_url = optarg;
+			break;
+		case 'D':
+			s.gateway_domain = optarg;
+			break;
+		case 'i':
+			s.idle_ms = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'c':
+			sandbox_dbus_set_cgroup_parent(optarg);
+			break;
+		case 'u':
+			user = optarg;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (s.dc.dump_seccomp)
+		return daemon_lock_down(&s.dc, NULL, NULL, 0, &supervisor_seccomp) < 0;
+	/* Helpers run as root except the gateway, which runs as its own user. */
+	uid_t gw_uid = 0;
+	gid_t gw_gid;
+	if (privdrop_lookup_user(gateway_user, &gw_uid, &gw_gid) < 0) {
+		log_error("Unknown gateway user %s", gateway_user);
+		return 2;
+	}
+	s.helpers[HELPER_NETNSD].uid = 0;
+	s.helpers[HELPER_SNAPSHOTD].uid = 0;
+	s.helpers[HELPER_GATEWAY].uid = gw_uid;
+	char path[PATH_MAX];
+	s.state_dir = strdup(state);
+	snprintf(path, sizeof path, "%s/sandboxes", state);
+	int r = mkdir_p(path, 0700);
+	snprintf(path, sizeof path, "%s/templates", state);
+	if (r == 0)
+		r = mkdir_p(path, 0700);
+	if (r < 0)
+		return log_error_errno(r, "Cannot create %s (run as the warren user?): %m", path), 1;
+	s.templates_dir = realpath(templates, NULL);
+	if (!s.templates_dir)
+		return log_error_errno(-errno, "Templates dir %s: %m", templates), 1;
+
+	if (!s.dc.seccomp_probe) {
+		if (user && geteuid() == 0 && privdrop_apply(user, NULL, 0) < 0)
+			return 1;
+		r = sd_bus_open_system(&s.bus);
+		if (r < 0)
+			return log_error_errno(r, "Cannot connect to the system bus: %m"), 1;
+	}
+	if (daemon_lock_down(&s.dc, NULL, NULL, 0, &supervisor_seccomp) < 0)
+		return 1;
+	s.dc.base = event_base_new();
+	templates_load(&s);
+	sandboxes_load(&s);
+	if ((r = manager_dbus_init(&s)) < 0 || (r = sandbox_dbus_init(&s)) < 0)
+		return log_error_errno(r, "D-Bus objects: %m"), 1;
+	r = sd_bus_request_name(s.bus, BUS_NAME, 0);
+	if (r < 0)
+		return log_error_errno(r, "Cannot own %s (D-Bus policy installed?): %m", BUS_NAME), 1;
+	bus_attach_event(s.bus, s.dc.base);
+	helpers_init(&s);
+	notify_send("READY=1");
+	log_info("Ready on the system bus as %s", BUS_NAME);
+	daemon_run(&s.dc);
+	sd_bus_flush_close_unref(s.bus);
+	return 0;
+}

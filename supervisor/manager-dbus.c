@@ -1,0 +1,244 @@
+/* org.warren.Warren1.Manager on /org/warren/Warren1 (supervisor): create and list sandboxes,
+ * templates, and the operator's status as properties. */
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "supervisor.h"
+
+#include <string.h>
+
+static int
+method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	struct supervisor *s = ud;
+	const char *name;
+	int r = sd_bus_message_read(m, "s", &name);
+	if (r < 0)
+		return r;
+	uint32_t pool_timeout = 0, start_timeout = 0;
+	int wait = 0;
+	const char *backend = "gvisor";
+	r = sd_bus_message_enter_container(m, 'a', "{sv}");
+	if (r < 0)
+		return r;
+	while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+		const char *key;
+		sd_bus_message_read(m, "s", &key);
+		if (!strcmp(key, "wait"))
+			r = sd_bus_message_read(m, "v", "b", &wait);
+		else if (!strcmp(key, "pool_timeout_ms"))
+			r = sd_bus_message_read(m, "v", "u", &pool_timeout);
+		else if (!strcmp(key, "start_timeout_ms"))
+			r = sd_bus_message_read(m, "v", "u", &start_timeout);
+		else if (!strcmp(key, "backend"))
+			r = sd_bus_message_read(m, "v", "s", &backend);
+		else
+			return sd_bus_error_setf(err, ERR("InvalidArgument"),
+						 "Unknown option '%s' (known: wait, pool_timeout_ms, "
+						 "start_timeout_ms, backend)",
+						 key);
+		if (r < 0)
+			return sd_bus_error_setf(err, ERR("InvalidArgument"),
+						 "Option '%s' has the wrong type", key);
+		sd_bus_message_exit_container(m);
+	}
+	sd_bus_message_exit_container(m);
+	struct template *t = template_find(s, name);
+	if (!t)
+		return sd_bus_error_setf(err, ERR("NoSuchTemplate"),
+					 "No template '%s'; ListTemplates shows the known ones", name);
+	if (strcmp(backend, "gvisor"))
+		return sd_bus_error_setf(err, ERR("NoSuchBackend"),
+					 "Backend '%s' is not available here (Backends property)",
+					 backend);
+	if (pool_timeout > 600000 || start_timeout > 600000)
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Timeouts are at most 600000 ms");
+	if (access(t->rootfs, F_OK) < 0)
+		return sd_bus_error_setf(err, ERR("TemplateNotBuilt"),
+					 "Template %s has no root filesystem at %s (build it with "
+					 "warren-template-build %s)",
+					 t->name, t->rootfs, t->name);
+	return sandbox_create(s, m, t, pool_timeout, start_timeout, wait, err);
+}
+
+static int
+method_list_sandboxes(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	struct supervisor *s = ud;
+	sd_bus_message *reply = NULL;
+	int r = sd_bus_message_new_method_return(m, &reply);
+	if (r < 0)
+		return r;
+	sd_bus_message_open_container(reply, 'a', "(ssso)");
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+		if (sb->state != SANDBOX_CREATING)
+			sd_bus_message_append(reply, "(ssso)", sb->id, sb->template_name,
+					      sandbox_state_to_string(sb->state), sb->path);
+	sd_bus_message_close_container(reply);
+	r = sd_bus_send(NULL, reply, NULL);
+	sd_bus_message_unref(reply);
+	return r;
+}
+
+static int
+method_list_templates(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	struct supervisor *s = ud;
+	sd_bus_message *reply = NULL;
+	int r = sd_bus_message_new_method_return(m, &reply);
+	if (r < 0)
+		return r;
+	sd_bus_message_open_container(reply, 'a', "(ssasqtb)");
+	for (struct template *t = s->templates; t; t = t->next) {
+		sd_bus_message_open_container(reply, 'r', "ssasqtb");
+		sd_bus_message_append(reply, "ss", t->name, t->rootfs);
+		sd_bus_message_append_strv(reply, t->argv);
+		sd_bus_message_append(reply, "qtb", (uint16_t)t->port, t->memory_limit,
+				      access(t->rootfs, F_OK) == 0);
+		sd_bus_message_close_container(reply);
+	}
+	sd_bus_message_close_container(reply);
+	r = sd_bus_send(NULL, reply, NULL);
+	sd_bus_message_unref(reply);
+	return r;
+}
+
+static int
+method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	struct supervisor *s = ud;
+	const char *name, *rootfs;
+	char **argv = NULL;
+	uint16_t port;
+	uint64_t mem;
+	int r = sd_bus_message_read(m, "ss", &name, &rootfs);
+	if (r >= 0)
+		r = sd_bus_message_read_strv(m, &argv);
+	if (r >= 0)
+		r = sd_bus_message_read(m, "qt", &port, &mem);
+	if (r < 0)
+		return r;
+	struct template *t = calloc(1, sizeof *t);
+	snprintf(t->name, sizeof t->name, "%s", name);
+	if (strlen(name) >= sizeof t->name)
+		t->name[0] = '!'; /* too long: refused by the name check */
+	t->rootfs = strdup(rootfs);
+	t->argv = argv;
+	for (t->argc = 0; argv && argv[t->argc]; t->argc++)
+		;
+	t->port = port;
+	t->memory_limit = mem;
+	r = sd_bus_message_enter_container(m, 'a', "{sv}");
+	while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+		const char *key;
+		sd_bus_message_read(m, "s", &key);
+		int b;
+		if (!strcmp(key, "allow_outbound")) {
+			r = sd_bus_message_read(m, "v", "b", &b);
+			t->allow_outbound = b;
+		} else if (!strcmp(key, "idle_ms"))
+			r = sd_bus_message_read(m, "v", "u", &t->idle_ms);
+		else
+			r = sd_bus_error_setf(err, ERR("InvalidArgument"),
+					      "Unknown option '%s' (known: allow_outbound, idle_ms)",
+					      key);
+		if (r < 0)
+			break;
+		sd_bus_message_exit_container(m);
+	}
+	if (r >= 0)
+		r = template_add(s, t, err);
+	if (r < 0) {
+		free(t->rootfs);
+		for (size_t i = 0; i < t->argc; i++)
+			free(t->argv[i]);
+		free(t->argv);
+		free(t);
+		return r;
+	}
+	return sd_bus_reply_method_return(m, "");
+}
+
+static int
+property_get_helpers(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		     sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	struct supervisor *s = ud;
+	sd_bus_message_open_container(reply, 'a', "(sbs)");
+	for (int i = 0; i < HELPER_MAX; i++) {
+		struct helper *h = &s->helpers[i];
+		sd_bus_message_append(reply, "(sbs)", h->name, h->up && h->status,
+				      h->status ? h->status->version : "");
+	}
+	return sd_bus_message_close_container(reply);
+}
+
+static int
+property_get_pool(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		  sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	struct supervisor *s = ud;
+	Warren__V1__StatusResponse *st = s->helpers[HELPER_NETNSD].status;
+	uint32_t v = 0;
+	if (st && s->helpers[HELPER_NETNSD].up)
+		v = !strcmp(prop, "PoolSize") ? st->pool_size : st->pool_free;
+	return sd_bus_message_append(reply, "u", v);
+}
+
+static int
+property_get_backends(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		      sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	struct supervisor *s = ud;
+	Warren__V1__StatusResponse *st = s->helpers[HELPER_NETNSD].status;
+	sd_bus_message_open_container(reply, 'a', "s");
+	if (st && s->helpers[HELPER_NETNSD].up)
+		for (size_t i = 0; i < st->n_backends; i++)
+			sd_bus_message_append(reply, "s", st->backends[i]);
+	return sd_bus_message_close_container(reply);
+}
+
+static int
+property_get_count(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		   sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	return sd_bus_message_append(reply, "u", sandbox_count(ud));
+}
+
+static int
+property_get_version(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		     sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	return sd_bus_message_append(reply, "s", WARREN_VERSION);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("Helpers", "a(sbs)", property_get_helpers, 0, 0),
+	SD_BUS_PROPERTY("PoolSize", "u", property_get_pool, 0, 0),
+	SD_BUS_PROPERTY("PoolFree", "u", property_get_pool, 0, 0),
+	SD_BUS_PROPERTY("Backends", "as", property_get_backends, 0, 0),
+	SD_BUS_PROPERTY("SandboxCount", "u", property_get_count, 0, 0),
+	SD_BUS_PROPERTY("GatewayURL", "s", NULL, offsetof(struct supervisor, gateway_url),
+			SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_METHOD_WITH_NAMES("CreateSandbox", "sa{sv}", SD_BUS_PARAM(template)
+				 SD_BUS_PARAM(options), "sos", SD_BUS_PARAM(id) SD_BUS_PARAM(path)
+				 SD_BUS_PARAM(url), method_create_sandbox, 0),
+	SD_BUS_METHOD_WITH_NAMES("ListSandboxes", "", , "a(ssso)", SD_BUS_PARAM(sandboxes),
+				 method_list_sandboxes, 0),
+	SD_BUS_METHOD_WITH_NAMES("ListTemplates", "", , "a(ssasqtb)", SD_BUS_PARAM(templates),
+				 method_list_templates, 0),
+	SD_BUS_METHOD_WITH_NAMES("AddTemplate", "ssasqta{sv}", SD_BUS_PARAM(name)
+				 SD_BUS_PARAM(rootfs) SD_BUS_PARAM(argv) SD_BUS_PARAM(port)
+				 SD_BUS_PARAM(memory_limit) SD_BUS_PARAM(options), "", ,
+				 method_add_template, 0),
+	SD_BUS_SIGNAL_WITH_NAMES("SandboxNew", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
+	SD_BUS_SIGNAL_WITH_NAMES("SandboxRemoved", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
+	SD_BUS_VTABLE_END};
+
+int
+manager_dbus_init(struct supervisor *s)
+{
+	return sd_bus_add_object_vtable(s->bus, NULL, MANAGER_PATH, MANAGER_IFACE, manager_vtable, s);
+}

@@ -1,0 +1,202 @@
+/* org.warren.Warren1.Sandbox on /org/warren/Warren1/sandbox/<id> (supervisor): one object per
+ * sandbox through a fallback vtable, enumerated for `busctl tree`. */
+#include "clock.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "supervisor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static char cgroup_parent[128] = "/warren";
+
+void
+sandbox_dbus_set_cgroup_parent(const char *p)
+{
+	snprintf(cgroup_parent, sizeof cgroup_parent, "%s", p);
+}
+
+static int
+sandbox_object_find(sd_bus *bus, const char *path, const char *iface, void *ud, void **found,
+		    sd_bus_error *err)
+{
+	struct supervisor *s = ud;
+	_cleanup_free_ char *id = NULL;
+	if (sd_bus_path_decode(path, SANDBOX_PREFIX, &id) <= 0)
+		return 0;
+	struct sandbox *sb = sandbox_find(s, id);
+	if (!sb || sb->state == SANDBOX_CREATING)
+		return 0;
+	*found = sb;
+	return 1;
+}
+
+static int
+sandbox_node_enumerator(sd_bus *bus, const char *path, void *ud, char ***nodes, sd_bus_error *err)
+{
+	struct supervisor *s = ud;
+	size_t n = sandbox_count(s), i = 0;
+	char **v = calloc(n + 1, sizeof *v);
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+		if (sb->state != SANDBOX_CREATING)
+			v[i++] = strdup(sb->path);
+	*nodes = v;
+	return 0;
+}
+
+static int
+method_destroy(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	struct sandbox *sb = ud;
+	sandbox_destroy(sb);
+	return sd_bus_reply_method_return(m, "");
+}
+
+static int
+method_exec(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	struct sandbox *sb = ud;
+	_cleanup_free_ char **argv = NULL;
+	int r = sd_bus_message_read_strv(m, &argv);
+	if (r < 0)
+		return r;
+	if (!argv || !argv[0] || !argv[0][0]) {
+		for (char **a = argv; a && *a; a++)
+			free(*a);
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Exec needs a command");
+	}
+	if (sb->state != SANDBOX_RUNNING && sb->state != SANDBOX_STARTING)
+		r = sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s, not running", sb->id,
+				      sandbox_state_to_string(sb->state));
+	else {
+		r = sandbox_exec(sb, m, argv);
+		if (r < 0)
+			r = sd_bus_error_setf(err, ERR("HelperUnavailable"), "netnsd: %s",
+					      strerror(-r));
+		else
+			r = 1;
+	}
+	for (char **a = argv; *a; a++)
+		free(*a);
+	return r;
+}
+
+static int
+method_freeze(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	struct sandbox *sb = ud;
+	bool freeze = !strcmp(sd_bus_message_get_member(m), "Freeze");
+	enum sandbox_state need = freeze ? SANDBOX_RUNNING : SANDBOX_FROZEN;
+	if (sb->state == (freeze ? SANDBOX_FROZEN : SANDBOX_RUNNING))
+		return sd_bus_reply_method_return(m, "");
+	if (sb->state != need)
+		return sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s", sb->id,
+					 sandbox_state_to_string(sb->state));
+	return sandbox_freeze(sb, freeze, m);
+}
+
+static int
+property_get_string(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		    sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	struct sandbox *sb = ud;
+	if (!strcmp(prop, "State"))
+		return sd_bus_message_append(reply, "s", sandbox_state_to_string(sb->state));
+	if (!strcmp(prop, "Id"))
+		return sd_bus_message_append(reply, "s", sb->id);
+	if (!strcmp(prop, "Template"))
+		return sd_bus_message_append(reply, "s", sb->template_name);
+	if (!strcmp(prop, "Backend"))
+		return sd_bus_message_append(reply, "s", sb->backend);
+	if (!strcmp(prop, "Reason"))
+		return sd_bus_message_append(reply, "s", sb->reason);
+	if (!strcmp(prop, "Address"))
+		return sd_bus_message_append(reply, "s", sb->address);
+	if (!strcmp(prop, "URL")) {
+		_cleanup_free_ char *url = sandbox_url(sb);
+		return sd_bus_message_append(reply, "s", url ? url : "");
+	}
+	return -EINVAL;
+}
+
+static int
+property_get_memory(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		    sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	struct sandbox *sb = ud;
+	char rel[256];
+	uint64_t v = 0;
+	snprintf(rel, sizeof rel, "%s/%s", cgroup_parent, sb->id);
+	if (sb->runtime_alive)
+		cgroup_memory_usage(rel, &v);
+	return sd_bus_message_append(reply, "t", v);
+}
+
+static int
+property_get_timings(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		     sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	struct sandbox *sb = ud;
+	sd_bus_message_open_container(reply, 'a', "{st}");
+	if (sb->t_claimed_us)
+		sd_bus_message_append(reply, "{st}", "claim_us", sb->t_claimed_us - sb->t_create_us);
+	if (sb->t_spawned_us)
+		sd_bus_message_append(reply, "{st}", "spawn_us", sb->t_spawned_us - sb->t_create_us);
+	if (sb->t_ready_us)
+		sd_bus_message_append(reply, "{st}", "ready_us", sb->t_ready_us - sb->t_create_us);
+	return sd_bus_message_close_container(reply);
+}
+
+static const sd_bus_vtable sandbox_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_PROPERTY("Id", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("Template", "s", property_get_string, 0,
+			SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("Backend", "s", property_get_string, 0,
+			SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("State", "s", property_get_string, 0,
+			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("Reason", "s", property_get_string, 0,
+			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("URL", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("Address", "s", property_get_string, 0, 0),
+	SD_BUS_PROPERTY("CreatedUSec", "t", NULL, offsetof(struct sandbox, created_usec),
+			SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("MemoryCurrent", "t", property_get_memory, 0, 0),
+	SD_BUS_PROPERTY("Timings", "a{st}", property_get_timings, 0, 0),
+	SD_BUS_METHOD("Destroy", "", "", method_destroy, 0),
+	SD_BUS_METHOD_WITH_NAMES("Exec", "as", SD_BUS_PARAM(argv), "iayay",
+				 SD_BUS_PARAM(status) SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr),
+				 method_exec, 0),
+	SD_BUS_METHOD("Freeze", "", "", method_freeze, 0),
+	SD_BUS_METHOD("Thaw", "", "", method_freeze, 0),
+	SD_BUS_SIGNAL_WITH_NAMES("StateChanged", "ss", SD_BUS_PARAM(state) SD_BUS_PARAM(reason), 0),
+	SD_BUS_VTABLE_END};
+
+int
+sandbox_dbus_init(struct supervisor *s)
+{
+	int r = sd_bus_add_fallback_vtable(s->bus, NULL, SANDBOX_PREFIX, SANDBOX_IFACE,
+					   sandbox_vtable, sandbox_object_find, s);
+	if (r < 0)
+		return r;
+	return sd_bus_add_node_enumerator(s->bus, NULL, SANDBOX_PREFIX, sandbox_node_enumerator, s);
+}
+
+void
+sandbox_dbus_emit_new(struct sandbox *sb, bool added)
+{
+	sd_bus_emit_signal(sup->bus, MANAGER_PATH, MANAGER_IFACE,
+			   added ? "SandboxNew" : "SandboxRemoved", "so", sb->id, sb->path);
+}
+
+void
+sandbox_dbus_emit_state(struct sandbox *sb)
+{
+	if (sb->state == SANDBOX_CREATING)
+		return;
+	sd_bus_emit_signal(sup->bus, sb->path, SANDBOX_IFACE, "StateChanged", "ss",
+			   sandbox_state_to_string(sb->state), sb->reason);
+	sd_bus_emit_properties_changed(sup->bus, sb->path, SANDBOX_IFACE, "State", "Reason", NULL);
+}

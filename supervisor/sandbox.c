@@ -1,0 +1,766 @@
+/* Sandbox lifecycle in the supervisor: the state machine, the create flow (claim a slot from
+ * netnsd -> route in the gateway -> reply -> spawn in netnsd -> ready from the gateway's probe),
+ * exits, destroy, exec, freeze/thaw, persistence and re-adoption after a restart. */
+#include "clock.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "supervisor.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DEFAULT_POOL_TIMEOUT_MS 30000
+#define DEFAULT_START_TIMEOUT_MS 60000
+#define EXEC_OUTPUT_MAX (16u << 20)
+
+struct supervisor *sup;
+
+static const char *const state_names[] = {
+	[SANDBOX_CREATING] = "creating", [SANDBOX_STARTING] = "starting",
+	[SANDBOX_RUNNING] = "running",   [SANDBOX_FROZEN] = "frozen",
+	[SANDBOX_EXITED] = "exited",     [SANDBOX_FAILED] = "failed",
+	[SANDBOX_DESTROYING] = "destroying",
+};
+
+const char *
+sandbox_state_to_string(enum sandbox_state s)
+{
+	return (unsigned)s < ELEMENTSOF(state_names) ? state_names[s] : "unknown";
+}
+
+int
+sandbox_state_from_string(const char *s)
+{
+	for (size_t i = 0; i < ELEMENTSOF(state_names); i++)
+		if (!strcmp(state_names[i], s))
+			return (int)i;
+	return -EINVAL;
+}
+
+struct sandbox *
+sandbox_find(struct supervisor *s, const char *id)
+{
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+		if (!strcmp(sb->id, id))
+			return sb;
+	return NULL;
+}
+
+unsigned
+sandbox_count(struct supervisor *s)
+{
+	unsigned n = 0;
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+		n++;
+	return n;
+}
+
+char *
+sandbox_url(struct sandbox *sb)
+{
+	char *url = NULL;
+	const char *port = strrchr(sup->gateway_url, ':');
+	if (asprintf(&url, "http://%s.%s%s/", sb->id, sup->gateway_domain,
+		     port && port > strchr(sup->gateway_url, ':') ? port : "") < 0)
+		return NULL;
+	return url;
+}
+
+static struct sandbox *
+sandbox_new(struct supervisor *s, const char *id, const char *template_name)
+{
+	struct sandbox *sb = calloc(1, sizeof *sb);
+	snprintf(sb->id, sizeof sb->id, "%s", id);
+	snprintf(sb->path, sizeof sb->path, SANDBOX_PREFIX "/%s", id);
+	snprintf(sb->template_name, sizeof sb->template_name, "%s", template_name);
+	snprintf(sb->backend, sizeof sb->backend, "gvisor");
+	sb->slot = -1;
+	sb->nsfd = -1;
+	sb->created_usec = realtime_usec();
+	sb->t_create_us = now_usec();
+	sb->next = s->sandboxes;
+	s->sandboxes = sb;
+	return sb;
+}
+
+static void
+sandbox_forget(struct sandbox *sb)
+{
+	for (struct sandbox **pp = &sup->sandboxes; *pp; pp = &(*pp)->next)
+		if (*pp == sb) {
+			*pp = sb->next;
+			break;
+		}
+	safe_close(sb->nsfd);
+	if (sb->start_timer)
+		event_free(sb->start_timer);
+	sd_bus_message_unref(sb->create_msg);
+	free(sb);
+}
+
+static void
+reply_create(struct sandbox *sb)
+{
+	if (!sb->create_msg)
+		return;
+	_cleanup_free_ char *url = sandbox_url(sb);
+	sd_bus_reply_method_return(sb->create_msg, "sos", sb->id, sb->path, url ? url : "");
+	sb->create_msg = sd_bus_message_unref(sb->create_msg);
+}
+
+static void
+fail_create(struct sandbox *sb, const char *name, const char *fmt, const char *arg)
+{
+	if (!sb->create_msg)
+		return;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_error_setf(&e, name, fmt, arg);
+	sd_bus_reply_method_error(sb->create_msg, &e);
+	sd_bus_error_free(&e);
+	sb->create_msg = sd_bus_message_unref(sb->create_msg);
+}
+
+static void
+ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	if (r < 0)
+		log_debug_errno(r, "Helper call %s: %s", (const char *)ud,
+				resp && resp->message ? resp->message : "");
+}
+
+/* Tell the gateway how to reach the sandbox and in which state it is. */
+static void
+route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
+{
+	struct template *t = template_find(sup, sb->template_name);
+	Warren__V1__SetRouteRequest q = WARREN__V1__SET_ROUTE_REQUEST__INIT;
+	q.id = sb->id;
+	q.address = sb->address;
+	q.port = t ? t->port : 8080;
+	q.reason = sb->reason;
+	q.start_timeout_ms = sb->start_timeout_ms ? sb->start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
+	q.idle_ms = t && t->idle_ms ? t->idle_ms : sup->idle_ms;
+	switch (sb->state) {
+	case SANDBOX_CREATING:
+	case SANDBOX_STARTING:
+		q.state = WARREN__V1__ROUTE_STATE__ROUTE_STARTING;
+		break;
+	case SANDBOX_RUNNING:
+		q.state = WARREN__V1__ROUTE_STATE__ROUTE_RUNNING;
+		break;
+	case SANDBOX_FROZEN:
+		q.state = WARREN__V1__ROUTE_STATE__ROUTE_FROZEN;
+		break;
+	default:
+		q.state = WARREN__V1__ROUTE_STATE__ROUTE_FAILED;
+		if (!sb->reason[0])
+			q.reason = (char *)sandbox_state_to_string(sb->state);
+	}
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_SET_ROUTE;
+	req.set_route = &q;
+	if (helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, cb ? cb : ignore_reply,
+			cb ? ud : (void *)"set_route") < 0 && cb)
+		cb(NULL, -ENOTCONN, NULL, 0, ud);
+}
+
+static void
+route_remove(struct sandbox *sb)
+{
+	Warren__V1__RemoveRouteRequest q = WARREN__V1__REMOVE_ROUTE_REQUEST__INIT;
+	q.id = sb->id;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_ROUTE;
+	req.remove_route = &q;
+	helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, ignore_reply, "remove_route");
+}
+
+void
+sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason)
+{
+	if (sb->state == st && !reason)
+		return;
+	sb->state = st;
+	if (reason)
+		snprintf(sb->reason, sizeof sb->reason, "%s", reason);
+	log_info("Sandbox %s: %s%s%s", sb->id, sandbox_state_to_string(st), reason ? ": " : "",
+		 reason ? reason : "");
+	if (st != SANDBOX_DESTROYING && st != SANDBOX_CREATING)
+		state_write_sandbox(sup, sb);
+	sandbox_dbus_emit_state(sb);
+}
+
+/* ---- releasing what a sandbox holds in netnsd ---- */
+
+struct release {
+	char id[SANDBOX_ID_LEN + 1];
+	int slot;
+	bool forget;
+};
+
+static void
+release_finish(struct release *rl)
+{
+	struct sandbox *sb = sandbox_find(sup, rl->id);
+	if (rl->forget && sb) {
+		state_remove_sandbox(sup, sb->id);
+		sandbox_dbus_emit_new(sb, false);
+		log_info("Sandbox %s removed", sb->id);
+		sandbox_forget(sb);
+	}
+	free(rl);
+}
+
+static void
+release_slot_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "Releasing slot: %s", resp && resp->message ? resp->message : "%m");
+	release_finish(ud);
+}
+
+static void
+release_slot(struct release *rl)
+{
+	if (rl->slot < 0) {
+		release_finish(rl);
+		return;
+	}
+	Warren__V1__ReleaseSlotRequest q = WARREN__V1__RELEASE_SLOT_REQUEST__INIT;
+	q.slot = (uint32_t)rl->slot;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_RELEASE_SLOT;
+	req.release_slot = &q;
+	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 10000, release_slot_done, rl) < 0)
+		release_finish(rl);
+}
+
+static void
+destroy_runtime_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "Destroying runtime: %s",
+				  resp && resp->message ? resp->message : "%m");
+	release_slot(ud);
+}
+
+/* Give back the runtime and the slot; then forget the sandbox if asked. */
+static void
+sandbox_release(struct sandbox *sb, bool forget)
+{
+	struct release *rl = calloc(1, sizeof *rl);
+	snprintf(rl->id, sizeof rl->id, "%s", sb->id);
+	rl->slot = sb->slot;
+	rl->forget = forget;
+	sb->slot = -1;
+	sb->nsfd = safe_close(sb->nsfd);
+	if (!sb->runtime_alive) {
+		release_slot(rl);
+		return;
+	}
+	sb->runtime_alive = false;
+	Warren__V1__DestroySandboxRequest q = WARREN__V1__DESTROY_SANDBOX_REQUEST__INIT;
+	q.id = sb->id;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX;
+	req.destroy_sandbox = &q;
+	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 60000, destroy_runtime_done, rl) < 0)
+		release_slot(rl);
+}
+
+/* The sandbox stopped on its own or could not start: keep the record (and a route answering
+ * 502 with the reason) until Destroy(), give back everything else. */
+static void
+sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
+{
+	fail_create(sb, ERR("SpawnFailed"), "Sandbox failed: %s", reason);
+	sandbox_set_state(sb, st, reason);
+	route_push(sb, NULL, NULL);
+	if (sb->start_timer)
+		evtimer_del(sb->start_timer);
+	sandbox_release(sb, false);
+}
+
+int
+sandbox_destroy(struct sandbox *sb)
+{
+	if (sb->state == SANDBOX_DESTROYING)
+		return 0;
+	fail_create(sb, ERR("Destroyed"), "Sandbox %s was destroyed while starting", sb->id);
+	sandbox_set_state(sb, SANDBOX_DESTROYING, NULL);
+	route_remove(sb);
+	if (sb->spawning) {
+		sb->destroy_wanted = true; /* finished when the spawn answers */
+		return 0;
+	}
+	sandbox_release(sb, true);
+	return 0;
+}
+
+/* ---- create ---- */
+
+static void
+start_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct sandbox *sb = arg;
+	if (sb->state != SANDBOX_STARTING)
+		return;
+	if (sb->spawning) { /* runsc has not answered yet: fail once it has */
+		struct timeval tv = {1, 0};
+		evtimer_add(sb->start_timer, &tv);
+		return;
+	}
+	char reason[128];
+	snprintf(reason, sizeof reason, "did not answer on its port within %u ms",
+		 sb->start_timeout_ms);
+	sandbox_fail(sb, SANDBOX_FAILED, reason);
+}
+
+static void
+spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	struct sandbox *sb = sandbox_find(sup, ud);
+	free(ud);
+	if (!sb)
+		return;
+	sb->spawning = false;
+	sb->nsfd = safe_close(sb->nsfd);
+	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX) {
+		sb->runtime_alive = true;
+		sb->pid = resp->spawn_sandbox->pid;
+		sb->t_spawned_us = now_usec();
+	}
+	if (sb->destroy_wanted) {
+		sandbox_release(sb, true);
+		return;
+	}
+	if (!sb->runtime_alive) {
+		char reason[256];
+		snprintf(reason, sizeof reason, "could not start: %s",
+			 resp && resp->message && resp->message[0] ? resp->message : strerror(-r));
+		sandbox_fail(sb, SANDBOX_FAILED, reason);
+	}
+}
+
+static void
+spawn(struct sandbox *sb)
+{
+	struct template *t = template_find(sup, sb->template_name);
+	if (!t) {
+		sandbox_fail(sb, SANDBOX_FAILED, "its template was removed");
+		return;
+	}
+	Warren__V1__SpawnSandboxRequest q = WARREN__V1__SPAWN_SANDBOX_REQUEST__INIT;
+	q.id = sb->id;
+	q.slot = (uint32_t)sb->slot;
+	q.rootfs = t->rootfs;
+	q.argv = t->argv;
+	q.n_argv = t->argc;
+	char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/root"};
+	char idenv[64];
+	snprintf(idenv, sizeof idenv, "WARREN_SANDBOX_ID=%s", sb->id);
+	char *envv[] = {env[0], env[1], idenv};
+	q.env = envv;
+	q.n_env = 3;
+	q.port = t->port;
+	q.memory_limit = t->memory_limit;
+	q.backend = sb->backend;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX;
+	req.spawn_sandbox = &q;
+	sb->spawning = true;
+	int r = helper_call(HELPER_NETNSD, &req, &sb->nsfd, 1, 120000, spawn_done, strdup(sb->id));
+	if (r < 0) {
+		sb->spawning = false;
+		sandbox_fail(sb, SANDBOX_FAILED, "netnsd is not available");
+	}
+}
+
+static void
+route_set_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	struct sandbox *sb = sandbox_find(sup, ud);
+	free(ud);
+	if (!sb)
+		return;
+	if (r < 0)
+		log_warning_errno(r, "Sandbox %s: gateway route not set yet (%m); it is pushed again "
+				     "when the gateway is back",
+				  sb->id);
+	if (sb->state == SANDBOX_DESTROYING) {
+		sandbox_release(sb, true);
+		return;
+	}
+	if (!sb->reply_when_running)
+		reply_create(sb);
+	spawn(sb);
+}
+
+static void
+claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct sandbox *sb = sandbox_find(sup, ud);
+	free(ud);
+	if (!sb) {
+		ipc_close_fds(fds, n_fds);
+		return;
+	}
+	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_CLAIM_SLOT ||
+	    n_fds != 1) {
+		ipc_close_fds(fds, n_fds);
+		if (r == -EAGAIN)
+			fail_create(sb, ERR("PoolExhausted"),
+				    "No namespace slot became free in time: %s",
+				    resp && resp->message ? resp->message : "pool exhausted");
+		else
+			fail_create(sb, ERR("HelperUnavailable"), "netnsd could not claim a slot: %s",
+				    resp && resp->message ? resp->message : strerror(-r));
+		sandbox_forget(sb);
+		return;
+	}
+	sb->slot = (int)resp->claim_slot->slot;
+	snprintf(sb->address, sizeof sb->address, "%s", resp->claim_slot->address);
+	sb->nsfd = fds[0];
+	sb->t_claimed_us = now_usec();
+	/* From here the sandbox is visible and persisted. */
+	sandbox_set_state(sb, SANDBOX_STARTING, NULL);
+	sandbox_dbus_emit_new(sb, true);
+	sb->start_timer = evtimer_new(sup->dc.base, start_timeout, sb);
+	struct timeval tv = {sb->start_timeout_ms / 1000, (sb->start_timeout_ms % 1000) * 1000};
+	evtimer_add(sb->start_timer, &tv);
+	route_push(sb, route_set_done, strdup(sb->id));
+}
+
+int
+sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
+	       uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err)
+{
+	if (!helper(HELPER_NETNSD))
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
+					 "warren-netnsd is not connected; is it running?");
+	char id[SANDBOX_ID_LEN + 1];
+	do
+		sandbox_id_new(id);
+	while (sandbox_find(s, id));
+	struct sandbox *sb = sandbox_new(s, id, t->name);
+	sb->state = SANDBOX_CREATING;
+	sb->create_msg = sd_bus_message_ref(m);
+	sb->reply_when_running = wait;
+	sb->start_timeout_ms = start_timeout_ms ? start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
+	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
+	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
+	q.allow_outbound = t->allow_outbound;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_CLAIM_SLOT;
+	req.claim_slot = &q;
+	int r = helper_call(HELPER_NETNSD, &req, NULL, 0, q.timeout_ms + 5000, claim_done,
+			    strdup(id));
+	if (r < 0) {
+		sb->create_msg = sd_bus_message_unref(sb->create_msg);
+		sandbox_forget(sb);
+		return sd_bus_error_set_errnof(err, -r, "netnsd: %s", strerror(-r));
+	}
+	return 1; /* answered later */
+}
+
+/* ---- events from the helpers ---- */
+
+static void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
+
+void
+sandbox_on_event(const IpcResponse *ev)
+{
+	struct sandbox *sb;
+	switch (ev->body_case) {
+	case WARREN__V1__RESPONSE__BODY_ROUTE_READY:
+		sb = sandbox_find(sup, ev->route_ready->id);
+		if (!sb || sb->state != SANDBOX_STARTING)
+			return;
+		sb->t_ready_us = now_usec();
+		if (sb->start_timer)
+			evtimer_del(sb->start_timer);
+		sandbox_set_state(sb, SANDBOX_RUNNING, NULL);
+		reply_create(sb);
+		return;
+	case WARREN__V1__RESPONSE__BODY_SANDBOX_EXITED: {
+		sb = sandbox_find(sup, ev->sandbox_exited->id);
+		if (!sb || sb->state == SANDBOX_DESTROYING)
+			return;
+		char reason[128];
+		const Warren__V1__SandboxExitedEvent *e = ev->sandbox_exited;
+		if (e->signal)
+			snprintf(reason, sizeof reason, "its app was killed by signal %d", e->signal);
+		else
+			snprintf(reason, sizeof reason, "its app exited with status %d",
+				 e->exit_status);
+		sandbox_fail(sb, e->signal || e->exit_status ? SANDBOX_FAILED : SANDBOX_EXITED,
+			     reason);
+		return;
+	}
+	case WARREN__V1__RESPONSE__BODY_ROUTE_IDLE:
+		sb = sandbox_find(sup, ev->route_idle->id);
+		if (sb && sb->state == SANDBOX_RUNNING) {
+			log_info("Sandbox %s is idle: freezing", sb->id);
+			freeze_request(sb, true, NULL);
+		}
+		return;
+	case WARREN__V1__RESPONSE__BODY_THAW_NEEDED:
+		sb = sandbox_find(sup, ev->thaw_needed->id);
+		if (sb && sb->state == SANDBOX_FROZEN)
+			freeze_request(sb, false, NULL);
+		return;
+	default:
+		return;
+	}
+}
+
+/* ---- exec ---- */
+
+static int
+read_memfd(int fd, void **data, size_t *len)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	size_t n = (size_t)st.st_size < EXEC_OUTPUT_MAX ? (size_t)st.st_size : EXEC_OUTPUT_MAX;
+	*data = malloc(n ? n : 1);
+	ssize_t k = pread(fd, *data, n, 0);
+	*len = k > 0 ? (size_t)k : 0;
+	return 0;
+}
+
+static void
+exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	sd_bus_message *m = ud;
+	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_EXEC || n_fds != 2) {
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		sd_bus_error_setf(&e, ERR("ExecFailed"), "Exec failed: %s",
+				  resp && resp->message ? resp->message : strerror(-r));
+		sd_bus_reply_method_error(m, &e);
+		sd_bus_error_free(&e);
+	} else {
+		void *out = NULL, *err = NULL;
+		size_t out_len = 0, err_len = 0;
+		read_memfd(fds[0], &out, &out_len);
+		read_memfd(fds[1], &err, &err_len);
+		sd_bus_message *reply = NULL;
+		if (sd_bus_message_new_method_return(m, &reply) >= 0 &&
+		    sd_bus_message_append(reply, "i", resp->exec->status) >= 0 &&
+		    sd_bus_message_append_array(reply, 'y', out, out_len) >= 0 &&
+		    sd_bus_message_append_array(reply, 'y', err, err_len) >= 0)
+			sd_bus_send(NULL, reply, NULL);
+		sd_bus_message_unref(reply);
+		free(out);
+		free(err);
+	}
+	ipc_close_fds(fds, n_fds);
+	sd_bus_message_unref(m);
+}
+
+int
+sandbox_exec(struct sandbox *sb, sd_bus_message *m, char **argv)
+{
+	Warren__V1__ExecRequest q = WARREN__V1__EXEC_REQUEST__INIT;
+	q.id = sb->id;
+	for (q.n_argv = 0; argv[q.n_argv]; q.n_argv++)
+		;
+	q.argv = argv;
+	q.timeout_ms = 60000;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_EXEC;
+	req.exec = &q;
+	sd_bus_message_ref(m);
+	int r = helper_call(HELPER_NETNSD, &req, NULL, 0, 70000, exec_done, m);
+	if (r < 0)
+		sd_bus_message_unref(m);
+	return r;
+}
+
+/* ---- freeze ---- */
+
+struct freeze_ctx {
+	char id[SANDBOX_ID_LEN + 1];
+	bool freeze;
+	sd_bus_message *m;
+};
+
+static void
+freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct freeze_ctx *f = ud;
+	ipc_close_fds(fds, n_fds);
+	struct sandbox *sb = sandbox_find(sup, f->id);
+	if (r == 0 && sb && (sb->state == SANDBOX_RUNNING || sb->state == SANDBOX_FROZEN)) {
+		sandbox_set_state(sb, f->freeze ? SANDBOX_FROZEN : SANDBOX_RUNNING, NULL);
+		route_push(sb, NULL, NULL);
+	}
+	if (f->m) {
+		if (r == 0)
+			sd_bus_reply_method_return(f->m, "");
+		else {
+			sd_bus_error e = SD_BUS_ERROR_NULL;
+			sd_bus_error_setf(&e, ERR("BadState"), "%s failed: %s",
+					  f->freeze ? "Freeze" : "Thaw",
+					  resp && resp->message ? resp->message : strerror(-r));
+			sd_bus_reply_method_error(f->m, &e);
+			sd_bus_error_free(&e);
+		}
+		sd_bus_message_unref(f->m);
+	}
+	free(f);
+}
+
+static void
+freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m)
+{
+	struct freeze_ctx *f = calloc(1, sizeof *f);
+	snprintf(f->id, sizeof f->id, "%s", sb->id);
+	f->freeze = freeze;
+	f->m = m ? sd_bus_message_ref(m) : NULL;
+	Warren__V1__FreezeSandboxRequest q = WARREN__V1__FREEZE_SANDBOX_REQUEST__INIT;
+	q.id = sb->id;
+	q.freeze = freeze;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_FREEZE_SANDBOX;
+	req.freeze_sandbox = &q;
+	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 10000, freeze_done, f) < 0)
+		freeze_done(NULL, -ENOTCONN, NULL, 0, f);
+}
+
+int
+sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m)
+{
+	freeze_request(sb, freeze, m);
+	return 1;
+}
+
+/* ---- restart safety ---- */
+
+static int
+sandbox_kv(const char *k, const char *v, void *ud)
+{
+	struct sandbox *sb = ud;
+	if (!strcmp(k, "template"))
+		snprintf(sb->template_name, sizeof sb->template_name, "%s", v);
+	else if (!strcmp(k, "backend"))
+		snprintf(sb->backend, sizeof sb->backend, "%s", v);
+	else if (!strcmp(k, "slot"))
+		sb->slot = atoi(v);
+	else if (!strcmp(k, "address"))
+		snprintf(sb->address, sizeof sb->address, "%s", v);
+	else if (!strcmp(k, "created"))
+		sb->created_usec = strtoull(v, NULL, 10);
+	else if (!strcmp(k, "state")) {
+		int st = sandbox_state_from_string(v);
+		sb->state = st < 0 ? SANDBOX_FAILED : (enum sandbox_state)st;
+	}
+	return 0;
+}
+
+void
+sandboxes_load(struct supervisor *s)
+{
+	char dir[512];
+	snprintf(dir, sizeof dir, "%s/sandboxes", s->state_dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!sandbox_id_valid(de->d_name))
+			continue;
+		char path[800];
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		struct sandbox *sb = sandbox_new(s, de->d_name, "");
+		if (state_read_kv(path, sandbox_kv, sb) < 0) {
+			sandbox_forget(sb);
+			continue;
+		}
+		sb->runtime_alive = true; /* until netnsd says otherwise */
+		log_info("Found sandbox %s (%s) from before the restart", sb->id,
+			 sandbox_state_to_string(sb->state));
+	}
+	closedir(d);
+}
+
+static void
+reconcile_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_LIST_SANDBOXES) {
+		log_warning_errno(r, "Could not list netnsd's sandboxes: %m");
+		return;
+	}
+	const Warren__V1__ListSandboxesResponse *l = resp->list_sandboxes;
+	for (struct sandbox *sb = sup->sandboxes, *next; sb; sb = next) {
+		next = sb->next;
+		if (sb->state == SANDBOX_CREATING || sb->spawning)
+			continue;
+		const Warren__V1__SandboxInfo *info = NULL;
+		for (size_t i = 0; i < l->n_sandboxes; i++)
+			if (!strcmp(l->sandboxes[i]->id, sb->id))
+				info = l->sandboxes[i];
+		if (sb->state == SANDBOX_DESTROYING) {
+			sb->runtime_alive = info != NULL;
+			sandbox_release(sb, true);
+		} else if (info && info->pid > 0) {
+			sb->runtime_alive = true;
+			sb->pid = info->pid;
+			if (info->frozen)
+				sandbox_set_state(sb, SANDBOX_FROZEN, NULL);
+			else if (sb->state != SANDBOX_RUNNING)
+				sandbox_set_state(sb, SANDBOX_STARTING, NULL);
+			log_info("Re-adopted sandbox %s (%s)", sb->id,
+				 sandbox_state_to_string(sb->state));
+			route_push(sb, NULL, NULL);
+		} else if (sb->state == SANDBOX_STARTING || sb->state == SANDBOX_RUNNING ||
+			   sb->state == SANDBOX_FROZEN) {
+			sb->runtime_alive = info != NULL;
+			sandbox_fail(sb, SANDBOX_FAILED, "its runtime went away while Warren restarted");
+		} else {
+			sb->runtime_alive = info != NULL;
+			route_push(sb, NULL, NULL);
+			if (sb->runtime_alive || sb->slot >= 0)
+				sandbox_release(sb, false);
+		}
+	}
+	/* Runtimes nobody remembers (a crash between spawn and record) are removed. */
+	for (size_t i = 0; i < l->n_sandboxes; i++) {
+		if (sandbox_find(sup, l->sandboxes[i]->id))
+			continue;
+		log_warning("Removing orphan sandbox %s", l->sandboxes[i]->id);
+		struct sandbox *sb = sandbox_new(sup, l->sandboxes[i]->id, "");
+		sb->slot = (int)l->sandboxes[i]->slot;
+		sb->runtime_alive = true;
+		sb->state = SANDBOX_DESTROYING;
+		sandbox_release(sb, true);
+	}
+	sup->readopted = true;
+}
+
+void
+sandboxes_reconcile(struct supervisor *s)
+{
+	Warren__V1__ListSandboxesRequest q = WARREN__V1__LIST_SANDBOXES_REQUEST__INIT;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_LIST_SANDBOXES;
+	req.list_sandboxes = &q;
+	helper_call(HELPER_NETNSD, &req, NULL, 0, 10000, reconcile_done, NULL);
+}
+
+void
+sandboxes_push_routes(struct supervisor *s)
+{
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+		if (sb->state != SANDBOX_CREATING && sb->state != SANDBOX_DESTROYING && sb->address[0])
+			route_push(sb, NULL, NULL);
+}

@@ -1,0 +1,49 @@
+/* Persistent sandbox records under <state-dir>/sandboxes/<id>: key=value lines, replaced
+ * atomically, so a supervisor restarted with kill -9 finds what it was running. */
+#include "fileio.h"
+#include "macro.h"
+#include "supervisor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int
+state_write_sandbox(struct supervisor *s, struct sandbox *sb)
+{
+	char path[512], buf[1024];
+	snprintf(path, sizeof path, "%s/sandboxes/%s", s->state_dir, sb->id);
+	int n = snprintf(buf, sizeof buf,
+			 "id=%s\ntemplate=%s\nbackend=%s\nslot=%d\naddress=%s\ncreated=%llu\n"
+			 "state=%s\n",
+			 sb->id, sb->template_name, sb->backend, sb->slot, sb->address,
+			 (unsigned long long)sb->created_usec, sandbox_state_to_string(sb->state));
+	return file_write_atomic(path, buf, (size_t)n, 0600);
+}
+
+void
+state_remove_sandbox(struct supervisor *s, const char *id)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/sandboxes/%s", s->state_dir, id);
+	unlink(path);
+}
+
+int
+state_read_kv(const char *path, int (*cb)(const char *k, const char *v, void *ud), void *ud)
+{
+	_cleanup_free_ char *s = NULL;
+	int r = file_read_all(path, &s, NULL);
+	if (r < 0)
+		return r;
+	char *save = NULL;
+	for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		r = cb(line, eq + 1, ud);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,8 @@
+/* The supervisor's confinement: it keeps no capabilities (it runs as user warren) and loads
+ * this seccomp allow-list: I/O, its event loop, Unix sockets (D-Bus and helpers) and its own
+ * state files. */
+#include "supervisor.h"
+
+static const char *const groups[] = {"@default", "@basic-io", "@event-loop", "@ipc", "@file-read",
+				     "@file-write", NULL};
+const struct seccomp_policy supervisor_seccomp = {.name = "supervisor", .groups = groups};

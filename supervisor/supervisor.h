@@ -1,0 +1,137 @@
+/* warren-supervisor: the unprivileged owner of the D-Bus API and of sandbox state. */
+#pragma once
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+#include "daemon.h"
+#include "ipc-client.h"
+#include "names.h"
+
+#define BUS_NAME "org.warren.Warren1"
+#define MANAGER_PATH "/org/warren/Warren1"
+#define MANAGER_IFACE "org.warren.Warren1.Manager"
+#define SANDBOX_PREFIX "/org/warren/Warren1/sandbox"
+#define SANDBOX_IFACE "org.warren.Warren1.Sandbox"
+#define ERR(x) "org.warren.Warren1.Error." x
+
+struct template {
+	char name[33];
+	char *rootfs;
+	char **argv;
+	size_t argc;
+	unsigned port;
+	uint64_t memory_limit;
+	bool allow_outbound;
+	uint32_t idle_ms; /* 0: the supervisor's default */
+	bool builtin;
+	struct template *next;
+};
+
+enum sandbox_state {
+	SANDBOX_CREATING,
+	SANDBOX_STARTING,
+	SANDBOX_RUNNING,
+	SANDBOX_FROZEN,
+	SANDBOX_EXITED,
+	SANDBOX_FAILED,
+	SANDBOX_DESTROYING,
+};
+const char *sandbox_state_to_string(enum sandbox_state s);
+int sandbox_state_from_string(const char *s);
+
+struct sandbox {
+	char id[SANDBOX_ID_LEN + 1];
+	char path[80];
+	char template_name[33];
+	char backend[16];
+	enum sandbox_state state;
+	char reason[256];
+	char address[16];
+	int slot; /* -1 none */
+	int nsfd;
+	int pid;
+	uint64_t created_usec; /* realtime */
+	uint64_t t_create_us, t_claimed_us, t_spawned_us, t_ready_us; /* monotonic */
+	uint32_t start_timeout_ms;
+	bool spawning;       /* a spawn is in flight */
+	bool destroy_wanted; /* Destroy() arrived while spawning */
+	bool runtime_alive;  /* netnsd has a runtime for it */
+	sd_bus_message *create_msg; /* a CreateSandbox waiting (wait=true or pool) */
+	bool reply_when_running;
+	struct event *start_timer;
+	struct sandbox *next;
+};
+
+struct helper {
+	const char *name;
+	char *socket;
+	uid_t uid; /* expected server uid */
+	struct ipc_client *client;
+	struct event *reconnect, *poll;
+	bool up;
+	Warren__V1__StatusResponse *status;
+};
+
+enum { HELPER_NETNSD, HELPER_SNAPSHOTD, HELPER_GATEWAY, HELPER_MAX };
+
+struct supervisor {
+	struct daemon_common dc;
+	sd_bus *bus;
+	struct helper helpers[HELPER_MAX];
+	struct template *templates;
+	struct sandbox *sandboxes;
+	char *state_dir;
+	char *templates_dir;
+	char *gateway_url;
+	char *gateway_domain;
+	uint32_t idle_ms;
+	bool readopted;
+};
+
+extern struct supervisor *sup;
+
+/* helper-client.c */
+void helpers_init(struct supervisor *s);
+struct ipc_client *helper(int which); /* NULL when not connected */
+int helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
+		ipc_reply_fn cb, void *ud);
+
+/* templates.c */
+int templates_load(struct supervisor *s);
+struct template *template_find(struct supervisor *s, const char *name);
+int template_add(struct supervisor *s, struct template *t, sd_bus_error *err);
+
+/* sandbox.c */
+struct sandbox *sandbox_find(struct supervisor *s, const char *id);
+int sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
+		   uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err);
+int sandbox_destroy(struct sandbox *sb);
+int sandbox_exec(struct sandbox *sb, sd_bus_message *m, char **argv);
+int sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m);
+void sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason);
+void sandboxes_load(struct supervisor *s);
+void sandboxes_reconcile(struct supervisor *s);
+void sandboxes_push_routes(struct supervisor *s);
+void sandbox_on_event(const IpcResponse *ev);
+char *sandbox_url(struct sandbox *sb);
+unsigned sandbox_count(struct supervisor *s);
+
+/* state-file.c */
+int state_write_sandbox(struct supervisor *s, struct sandbox *sb);
+void state_remove_sandbox(struct supervisor *s, const char *id);
+int state_read_kv(const char *path, int (*cb)(const char *k, const char *v, void *ud), void *ud);
+
+/* manager-dbus.c, sandbox-dbus.c */
+int manager_dbus_init(struct supervisor *s);
+int sandbox_dbus_init(struct supervisor *s);
+void sandbox_dbus_emit_new(struct sandbox *sb, bool added);
+void sandbox_dbus_emit_state(struct sandbox *sb);
+int bus_errno_to_error(int r, sd_bus_error *err, const char *fmt, ...);
+
+/* bus-event.c */
+int bus_attach_event(sd_bus *bus, struct event_base *base);
+
+/* supervisor-sandbox.c */
+extern const struct seccomp_policy supervisor_seccomp;
