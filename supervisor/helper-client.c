@@ -67,10 +67,15 @@ helper_connect(evutil_socket_t fd, short what, void *arg)
 	struct helper *h = arg;
 	int r = ipc_client_connect(h->client, h->socket, h->uid);
 	if (r < 0) {
+		if (!h->warned)
+			log_warning_errno(r, "Cannot connect to %s at %s (%m); retrying every 200 ms",
+					  h->name, h->socket);
+		h->warned = true;
 		struct timeval tv = {0, 200000};
 		evtimer_add(h->reconnect, &tv);
 		return;
 	}
+	h->warned = false;
 	log_info("Connected to %s", h->name);
 	h->up = true;
 	status_poll(-1, 0, h);

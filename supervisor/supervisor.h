@@ -70,7 +70,7 @@ struct helper {
 	uid_t uid; /* expected server uid */
 	struct ipc_client *client;
 	struct event *reconnect, *poll;
-	bool up;
+	bool up, warned;
 	Warren__V1__StatusResponse *status;
 };
 

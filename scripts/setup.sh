@@ -1,0 +1,53 @@
+#!/bin/bash
+# Install what Warren needs (Debian packages only), build it, install it under /usr/local, and
+# create its users, directories and D-Bus policy. Idempotent; run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng-dev
+	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev
+	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
+	valgrind procps util-linux netcat-openbsd)
+
+if [ "$(id -u)" != 0 ]; then
+	echo "setup.sh: run as root" >&2
+	exit 1
+fi
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "==> Installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+echo "==> Building"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" 2>&1 | grep -E "error|warning" || true
+cmake --build build -j"$(nproc)" >/dev/null
+cmake --install build --prefix /usr/local >/dev/null
+install -m 0755 scripts/warren-launch scripts/warren-template-build /usr/local/bin/
+install -d /usr/local/share/warren/templates
+cp -r templates/web templates/app /usr/local/share/warren/templates/
+
+getent group warren >/dev/null || groupadd --system warren
+getent passwd warren >/dev/null ||
+	useradd --system --gid warren --home-dir /var/lib/warren --no-create-home \
+		--shell /usr/sbin/nologin --comment "Warren supervisor" warren
+getent group warren-gateway >/dev/null || groupadd --system warren-gateway
+getent passwd warren-gateway >/dev/null ||
+	useradd --system --gid warren-gateway --home-dir /nonexistent --no-create-home \
+		--shell /usr/sbin/nologin --comment "Warren gateway" warren-gateway
+install -d -m 0755 /var/lib/warren /var/lib/warren/templates /run/warren
+install -d -m 0700 -o warren -g warren /var/lib/warren/state
+install -d -m 0700 /var/lib/warren/images
+install -D -m 0644 units/org.warren.Warren1.conf /etc/dbus-1/system.d/org.warren.Warren1.conf
+install -d /usr/local/lib/systemd/system /usr/local/lib/sysusers.d /usr/local/lib/tmpfiles.d
+install -m 0644 units/*.service units/*.socket /usr/local/lib/systemd/system/
+install -m 0644 units/warren.sysusers.conf /usr/local/lib/sysusers.d/warren.conf
+install -m 0644 units/warren.tmpfiles.conf /usr/local/lib/tmpfiles.d/warren.conf
+install -d /usr/local/share/doc/warren
+cp docs/*.md /usr/local/share/doc/warren/ 2>/dev/null || true
+echo "==> Installed Warren $(grep -m1 -o 'project(warren VERSION [0-9.]*' CMakeLists.txt | cut -d' ' -f3)"
