@@ -213,6 +213,8 @@ property_get_version(sd_bus *bus, const char *path, const char *iface, const cha
 }
 
 static const sd_bus_vtable manager_vtable[] = {
+	/* Who may call is the D-Bus policy's decision (units/org.warren.Warren1.conf), not
+	 * sd-bus's default capability check. */
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_PROPERTY("Helpers", "a(sbs)", property_get_helpers, 0, 0),
@@ -224,15 +226,15 @@ static const sd_bus_vtable manager_vtable[] = {
 			SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_METHOD_WITH_NAMES("CreateSandbox", "sa{sv}", SD_BUS_PARAM(template)
 				 SD_BUS_PARAM(options), "sos", SD_BUS_PARAM(id) SD_BUS_PARAM(path)
-				 SD_BUS_PARAM(url), method_create_sandbox, 0),
+				 SD_BUS_PARAM(url), method_create_sandbox, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("ListSandboxes", "", , "a(ssso)", SD_BUS_PARAM(sandboxes),
-				 method_list_sandboxes, 0),
+				 method_list_sandboxes, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("ListTemplates", "", , "a(ssasqtb)", SD_BUS_PARAM(templates),
-				 method_list_templates, 0),
+				 method_list_templates, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("AddTemplate", "ssasqta{sv}", SD_BUS_PARAM(name)
 				 SD_BUS_PARAM(rootfs) SD_BUS_PARAM(argv) SD_BUS_PARAM(port)
 				 SD_BUS_PARAM(memory_limit) SD_BUS_PARAM(options), "", ,
-				 method_add_template, 0),
+				 method_add_template, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxNew", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxRemoved", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_VTABLE_END};

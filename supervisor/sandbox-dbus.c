@@ -149,6 +149,8 @@ property_get_timings(sd_bus *bus, const char *path, const char *iface, const cha
 }
 
 static const sd_bus_vtable sandbox_vtable[] = {
+	/* Who may call is the D-Bus policy's decision (units/org.warren.Warren1.conf), not
+	 * sd-bus's default capability check. */
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("Id", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_PROPERTY("Template", "s", property_get_string, 0,
@@ -165,12 +167,12 @@ static const sd_bus_vtable sandbox_vtable[] = {
 			SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_PROPERTY("MemoryCurrent", "t", property_get_memory, 0, 0),
 	SD_BUS_PROPERTY("Timings", "a{st}", property_get_timings, 0, 0),
-	SD_BUS_METHOD("Destroy", "", "", method_destroy, 0),
+	SD_BUS_METHOD("Destroy", "", "", method_destroy, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("Exec", "as", SD_BUS_PARAM(argv), "iayay",
 				 SD_BUS_PARAM(status) SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr),
-				 method_exec, 0),
-	SD_BUS_METHOD("Freeze", "", "", method_freeze, 0),
-	SD_BUS_METHOD("Thaw", "", "", method_freeze, 0),
+				 method_exec, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD("Freeze", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD("Thaw", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_NAMES("StateChanged", "ss", SD_BUS_PARAM(state) SD_BUS_PARAM(reason), 0),
 	SD_BUS_VTABLE_END};
 

@@ -1,0 +1,153 @@
+# Shared set-up for Warren's integration tests: a private system-like dbus-daemon with the real
+# policy, the four real daemons (installed build) on sockets, namespaces, nftables table, cgroup
+# parent, state and gateway port of their own, so a test runs beside a running Warren.
+# Every test: source lib.sh; warren_start [netnsd options]; ...; (cleanup runs on exit).
+set -euo pipefail
+LIBEXEC=${WARREN_LIBEXEC:-/usr/local/libexec/warren}
+BUILD=${WARREN_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../build" && pwd)}
+SOURCE=${WARREN_SOURCE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+POKE=$BUILD/tests/ipc-poke
+TEST=$(basename "$0" .sh)
+# A small number of this test's own, so names and addresses never meet another test's.
+K=$(( $(printf '%s' "$TEST" | cksum | cut -d' ' -f1) % 40 + 10 ))
+T=$(mktemp -d /tmp/warren-$TEST.XXXXXX)
+chmod 0755 "$T"
+IFPREFIX=wt${K}x
+SUBNET=10.$((100 + K)).0.0
+NFT_TABLE=warren_t$K
+CGROUP_PARENT=/warren-t$K
+GW_PORT=$((18300 + K))
+GW=http://127.0.0.1:$GW_PORT
+export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/bus.sock
+PIDS=()
+
+log() { echo "[$TEST] $*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+expect() { # expect DESCRIPTION CMD...: the command must succeed
+	local what=$1
+	shift
+	"$@" || fail "$what"
+	log "ok: $what"
+}
+# wait_for SECONDS CMD...: poll (every 0.1 s, bounded) until CMD succeeds
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	for _ in $(seq "$n"); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+start_bus() {
+	sed -e "s|<listen>.*</listen>|<listen>unix:path=$T/bus.sock</listen>|" \
+		-e "s|<pidfile>.*</pidfile>|<pidfile>$T/bus.pid</pidfile>|" \
+		/usr/share/dbus-1/system.conf >"$T/bus.conf"
+	dbus-daemon --config-file="$T/bus.conf" --fork --nosyslog
+	wait_for 5 test -S "$T/bus.sock" || fail "private dbus-daemon did not start"
+}
+
+daemon() { # daemon NAME CMD...: run in the background, log to $T/NAME.log
+	local name=$1
+	shift
+	"$@" >>"$T/$name.log" 2>&1 &
+	PIDS+=($!)
+	eval "PID_${name}=$!"
+}
+
+start_netnsd() {
+	daemon netnsd "$LIBEXEC/warren-netnsd" --socket "$T/netnsd.sock" --peer-users warren \
+		--pool-size "${POOL:-6}" --subnet "$SUBNET" --ifname-prefix "$IFPREFIX" \
+		--nft-table "$NFT_TABLE" --runtime-dir "$T/netnsd" --cgroup-parent "$CGROUP_PARENT" "$@"
+	wait_for 10 test -S "$T/netnsd.sock" || fail "netnsd did not start: $(cat "$T/netnsd.log")"
+}
+start_snapshotd() {
+	daemon snapshotd "$LIBEXEC/warren-snapshotd" --socket "$T/snapshotd.sock" --peer-users warren \
+		--store "$T/images"
+	wait_for 10 test -S "$T/snapshotd.sock" || fail "snapshotd did not start"
+}
+start_gateway() {
+	# as under the units and warren-launch: the socket is made for it (LISTEN_FDS), then it
+	# runs as its own user
+	install -d -m 0755 "$T/gw"
+	daemon gateway warren-launch __sockact "$T/gw/gateway.sock" warren-gateway 0660 -- \
+		setpriv --reuid=warren-gateway --regid=warren-gateway --clear-groups --no-new-privs \
+		"$LIBEXEC/warren-gateway" --peer-users warren --port "$GW_PORT" "$@"
+	wait_for 10 test -S "$T/gw/gateway.sock" || fail "gateway did not start"
+}
+start_supervisor() {
+	install -d -o warren -g warren -m 0700 "$T/state"
+	daemon supervisor setpriv --reuid=warren --regid=warren --init-groups --no-new-privs \
+		"$LIBEXEC/warren-supervisor" --state-dir "$T/state" --netnsd-socket "$T/netnsd.sock" \
+		--snapshotd-socket "$T/snapshotd.sock" --gateway-socket "$T/gw/gateway.sock" \
+		--gateway-url "$GW" --cgroup-parent "$CGROUP_PARENT" "$@"
+	wait_for 10 busctl --system status org.warren.Warren1 ||
+		fail "supervisor did not take the bus name: $(cat "$T/supervisor.log")"
+	wait_for 10 helpers_up || fail "helpers not connected: $(busctl --system get-property \
+		org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager Helpers)"
+}
+helpers_up() {
+	[ "$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 \
+		org.warren.Warren1.Manager Helpers)" = \
+		'a(sbs) 3 "netnsd" true "'"$VERSION"'" "snapshotd" true "'"$VERSION"'" "gateway" true "'"$VERSION"'"' ]
+}
+VERSION=$(grep -m1 -o 'project(warren VERSION [0-9.]*' "$SOURCE/CMakeLists.txt" | cut -d' ' -f3)
+
+warren_start() {
+	start_bus
+	start_netnsd "$@"
+	start_snapshotd
+	start_gateway
+	start_supervisor
+}
+
+stop_pid() {
+	local pid=$1
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	local rc=${1:-$?}
+	set +e
+	local spawners
+	spawners=$(pgrep -P "${PID_netnsd:-0}" 2>/dev/null)
+	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[i]}"; done
+	# netnsd's spawner removes sandboxes after netnsd exits; wait for it
+	for p in $spawners; do
+		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	done
+	[ -f "$T/bus.pid" ] && kill "$(cat "$T/bus.pid")" 2>/dev/null
+	nft delete table inet "$NFT_TABLE" 2>/dev/null
+	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$IFPREFIX"); do
+		ip link del "$l" 2>/dev/null
+	done
+	if [ "$rc" != 0 ]; then
+		for f in "$T"/*.log; do
+			[ -f "$f" ] && { log "--- $f"; tail -n 30 "$f" >&2; }
+		done
+	fi
+	rm -rf "$T"
+	exit "$rc"
+}
+trap 'cleanup $?' EXIT
+
+# D-Bus helpers
+call() { busctl --system call org.warren.Warren1 "$@"; }
+mgr() { call /org/warren/Warren1 org.warren.Warren1.Manager "$@"; }
+sbprop() { busctl --system get-property org.warren.Warren1 "/org/warren/Warren1/sandbox/$1" \
+	org.warren.Warren1.Sandbox "$2" | cut -d' ' -f2- | tr -d '"'; }
+ctl() { warrenctl "$@"; }
+# create TEMPLATE [wait]: prints the id
+create() {
+	local out
+	if [ "${2:-}" = wait ]; then
+		out=$(mgr CreateSandbox sa{sv} "$1" 1 wait b true)
+	else
+		out=$(mgr CreateSandbox sa{sv} "$1" 0)
+	fi
+	echo "$out" | awk '{print $2}' | tr -d '"'
+}
+sb_url() { echo "http://$1.warren.localhost:$GW_PORT/"; }

@@ -1,0 +1,27 @@
+#!/bin/bash
+# Each daemon's seccomp allow-list: an allowed call works after lock-down, a forbidden one
+# kills the process (SIGSYS); --seccomp-debug names it; --dump-seccomp prints the filter.
+source "$(dirname "$0")/lib.sh"
+for d in netnsd snapshotd gateway supervisor; do
+	bin=$LIBEXEC/warren-$d
+	args=(--socket "$T/$d-probe.sock")
+	[ $d = supervisor ] && args=(--state-dir "$T/state-$d" --templates-dir /var/lib/warren/templates)
+	rc=0
+	"$bin" "${args[@]}" --seccomp-probe allowed >"$T/out" 2>&1 || rc=$?
+	expect "$d: allowed call works under the filter (rc $rc)" test "$rc" = 0
+	rc=0
+	"$bin" "${args[@]}" --seccomp-probe forbidden >"$T/out" 2>&1 || rc=$?
+	expect "$d: ptrace kills it with SIGSYS (rc $rc)" test "$rc" = $((128 + 31))
+	rc=0
+	"$bin" "${args[@]}" --seccomp-debug --seccomp-probe forbidden >"$T/out" 2>&1 || rc=$?
+	expect "$d: --seccomp-debug names the call" grep -q "forbidden syscall ptrace" "$T/out"
+	"$bin" --dump-seccomp >"$T/pfc"
+	expect "$d: --dump-seccomp prints a filter with kill default" grep -q "action KILL_PROCESS" "$T/pfc"
+	expect "$d: the filter allows read" grep -q "syscall \"read\"" "$T/pfc"
+done
+# the running daemons work under their filters: the status test and every other test use them
+warren_start
+expect "daemons serve under their filters" helpers_up
+for p in $PID_netnsd $PID_snapshotd; do
+	expect "pid $p runs with a seccomp filter" grep -qE "^Seccomp:\s+2" "/proc/$p/status"
+done
