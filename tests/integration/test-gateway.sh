@@ -1,0 +1,81 @@
+#!/bin/bash
+# The gateway against a real upstream: routing by Host and path, keep-alive, bodies both ways
+# (sized and chunked), Upgrade tunnels, limits (431, 400), unknown ids (404), failed routes
+# (502 + reason), starting routes (held, retried, 504 at the timeout), and a hung upstream that
+# does not hold up anyone else.
+source "$(dirname "$0")/lib.sh"
+start_gateway
+UP=$((GW_PORT + 1000))
+python3 "$SOURCE/tests/helpers/upstream.py" "$UP" &
+PIDS+=($!)
+wait_for 10 curl -fsS "http://127.0.0.1:$UP/" || fail "upstream did not start"
+SOCK=$T/gw/gateway.sock
+A=aaaaaaaaaaaa
+B=bbbbbbbbbbbb
+expect "route A set" grep -q ok <<<"$($POKE "$SOCK" setroute $A 127.0.0.1 "$UP" running)"
+expect "route B set" grep -q ok <<<"$($POKE "$SOCK" setroute $B 127.0.0.1 "$UP" running)"
+expect "Host routing" grep -q "hello path=/x" <<<"$(curl -fsS "http://$A.warren.localhost:$GW_PORT/x")"
+expect "path routing strips /s/<id>" grep -q "hello path=/y?z=1" <<<"$(curl -fsS "$GW/s/$A/y?z=1")"
+expect "bare /s/<id> becomes /" grep -q "hello path=/$" <<<"$(curl -fsS "$GW/s/$A")"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$GW/s/cccccccccccc/")
+expect "unknown sandbox: 404" test "$code" = 404
+code=$(curl -s -o /dev/null -w '%{http_code}' "$GW/")
+expect "no sandbox named: 404" test "$code" = 404
+n=$(curl -s -o /dev/null -o /dev/null -w '%{num_connects}\n' "$GW/s/$A/1" "$GW/s/$A/2" | awk '{s += $1} END {print s}')
+expect "keep-alive: two requests, one connection ($n)" test "$n" = 1
+n=$(curl -s -o /dev/null -o /dev/null -w '%{num_connects}\n' "$GW/s/$A/1" "$GW/s/$B/2" | awk '{s += $1} END {print s}')
+expect "per-request routing on one client connection ($n)" test "$n" = 1
+head -c 5000000 /dev/urandom >"$T/big"
+curl -fsS --data-binary @"$T/big" "$GW/s/$A/echo" -o "$T/big.back"
+expect "5 MB sized body both ways intact" cmp "$T/big" "$T/big.back"
+curl -fsS -H "Transfer-Encoding: chunked" --data-binary @"$T/big" "$GW/s/$A/echo" -o "$T/big.back2"
+expect "chunked request body intact" cmp "$T/big" "$T/big.back2"
+expect "chunked response passes" test "$(curl -fsS "$GW/s/$A/chunked")" = "one-two-three"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 20000 /dev/zero | tr '\0' a)" "$GW/s/$A/")
+expect "20 KB header: 431" test "$code" = 431
+out=$(printf 'GET / HTTP/1.1\r\nBad Header: x\r\n\r\n' | nc -q 2 127.0.0.1 "$GW_PORT" | head -1)
+expect "malformed request: 400 ($out)" grep -q " 400 " <<<"$out"
+out=$(python3 - "$GW_PORT" "$A" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(("GET /ws HTTP/1.1\r\nHost: %s.warren.localhost\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n" % sys.argv[2]).encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+s.sendall(b"ping-through-tunnel")
+got = b""
+while len(got) < 19:
+    got += s.recv(100)
+print(head.split(b"\r\n")[0].decode(), got.decode())
+PY
+)
+expect "Upgrade tunnel echoes ($out)" grep -q "101.*ping-through-tunnel" <<<"$out"
+# a hung upstream request does not hold up the others
+curl -s --max-time 20 "$GW/s/$A/hang" >/dev/null &
+hung=$!
+t0=$(date +%s%N)
+for i in $(seq 20); do curl -fsS "$GW/s/$B/q$i" >/dev/null || fail "request $i"; done
+t1=$(date +%s%N)
+expect "20 requests beside a hung one in $(((t1 - t0) / 1000000)) ms" test $(((t1 - t0) / 1000000)) -lt 5000
+kill $hung 2>/dev/null || true
+# failed route: 502 with the reason
+$POKE "$SOCK" setroute $B 127.0.0.1 "$UP" failed 0 "its app exited with status 3" >/dev/null
+out=$(curl -s -w ' %{http_code}' "$GW/s/$B/")
+expect "failed route: 502 with reason ($out)" grep -q "exited with status 3.* 502" <<<"$(echo $out)"
+# starting route to a closed port: held, retried, 504 at the start timeout
+C=cccccccccccc
+FREE=$((GW_PORT + 2000))
+$POKE "$SOCK" setroute $C 127.0.0.1 "$FREE" starting 1000 >/dev/null
+t0=$(date +%s%N)
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$GW/s/$C/")
+t1=$(date +%s%N)
+expect "starting route that never answers: 504 after ~1 s ($(((t1 - t0) / 1000000)) ms)" test "$code" = 504
+# starting route whose app comes up while the request is held
+$POKE "$SOCK" setroute $C 127.0.0.1 "$FREE" starting 10000 >/dev/null
+(sleep 0.7; exec python3 "$SOURCE/tests/helpers/upstream.py" "$FREE") &
+PIDS+=($!)
+out=$(curl -s --max-time 10 "$GW/s/$C/late")
+expect "held request answered once the app is up ($out)" grep -q "hello path=/late" <<<"$out"
+expect "remove route" grep -q ok <<<"$($POKE "$SOCK" removeroute $C)"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$GW/s/$C/")
+expect "removed route: 404" test "$code" = 404
