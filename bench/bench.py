@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""Warren's benchmark. Run as root with Warren up (scripts/run.sh). Every Warren row is paired,
+in the same run and interleaved, with plain runsc / ip doing the same job, and the table goes
+into README.md between the bench markers and into bench/results/latest.json.
+
+  bench/bench.py [--quick] [--from-json FILE]
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEMPLATES = "/var/lib/warren/templates"
+RUNSC_ROOT = "/run/warren-bench/runsc"
+BENCH_NS = "warrenbench"
+
+
+def sh(cmd, check=True, **kw):
+    return subprocess.run(cmd, shell=isinstance(cmd, str), check=check, capture_output=True,
+                          text=True, **kw)
+
+
+def now():
+    return time.monotonic()
+
+
+def wait_http(url, timeout=60, host=None, interval=0.01):
+    end = now() + timeout
+    while now() < end:
+        try:
+            req = urllib.request.Request(url)
+            with urllib.request.urlopen(req, timeout=5) as r:
+                if r.status == 200:
+                    r.read()
+                    return True
+        except Exception:
+            time.sleep(interval)
+    return False
+
+
+def pct(v, p):
+    v = sorted(v)
+    if not v:
+        return float("nan")
+    k = (len(v) - 1) * p / 100
+    f = int(k)
+    c = min(f + 1, len(v) - 1)
+    return v[f] + (v[c] - v[f]) * (k - f)
+
+
+# ---------------------------------------------------------------- Warren side
+
+def warren_create(template):
+    """create (waiting for running) + first HTTP 200 through the gateway, in ms"""
+    t0 = now()
+    out = sh(["warrenctl", "--json", "create", template, "--wait"]).stdout
+    d = json.loads(out)
+    # the path form of the same route (Python's resolver does not know *.localhost)
+    d["url"] = f"http://127.0.0.1:8300/s/{d['id']}/"
+    if not wait_http(d["url"]):
+        raise RuntimeError("no answer from " + d["url"])
+    return (now() - t0) * 1000, d["id"]
+
+
+def warren_destroy(sid):
+    """reply time of Destroy and time until the sandbox's cgroup is gone, in ms"""
+    t0 = now()
+    sh(["warrenctl", "destroy", sid])
+    t1 = now()
+    while any(os.path.exists(f"/sys/fs/cgroup/{c}/warren/{sid}") for c in ("memory", "pids", "cpu")):
+        time.sleep(0.002)
+        if now() - t0 > 30:
+            break
+    return (t1 - t0) * 1000, (now() - t0) * 1000
+
+
+# ---------------------------------------------------------------- plain runsc side
+
+def netns_setup():
+    sh(f"ip netns del {BENCH_NS}", check=False)
+    sh(f"ip link del wbh0", check=False)
+    sh(f"ip netns add {BENCH_NS}")
+
+
+def netns_fresh_veth():
+    """gVisor takes the address away: plain runsc needs the namespace re-set each time (not timed)"""
+    sh("ip link del wbh0", check=False)
+    sh(f"ip link add wbh0 type veth peer name eth0 netns {BENCH_NS}")
+    sh("ip addr add 10.250.250.1/30 dev wbh0 && ip link set wbh0 up")
+    sh(f"ip -n {BENCH_NS} addr add 10.250.250.2/30 dev eth0 && ip -n {BENCH_NS} link set eth0 up "
+       f"&& ip -n {BENCH_NS} link set lo up && ip -n {BENCH_NS} route add default via 10.250.250.1")
+
+
+def bundle(template, cid):
+    d = f"/run/warren-bench/bundles/{cid}"
+    os.makedirs(d, exist_ok=True)
+    argv = {"web": ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/www"],
+            "app": ["/usr/bin/python3", "/app/app.py", "--port", "8080", "--heap-mib", "64"]}[template]
+    spec = {"ociVersion": "1.0.2",
+            "process": {"user": {"uid": 0, "gid": 0}, "args": argv, "cwd": "/",
+                        "env": ["PATH=/usr/bin:/bin"], "noNewPrivileges": True},
+            "root": {"path": f"{TEMPLATES}/{template}/rootfs", "readonly": True},
+            "hostname": cid,
+            "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"}],
+            "linux": {"namespaces": [{"type": "pid"}, {"type": "ipc"}, {"type": "uts"},
+                                     {"type": "mount"},
+                                     {"type": "network", "path": f"/run/netns/{BENCH_NS}"}]}}
+    with open(f"{d}/config.json", "w") as f:
+        json.dump(spec, f)
+    return d
+
+
+def runsc_cmd(*args):
+    return (f"nsenter --net=/run/netns/{BENCH_NS} unshare -m sh -c 'mount -t tmpfs none /proc/sys/net && exec "
+            f"runsc --root={RUNSC_ROOT} --platform=ptrace --network=sandbox --overlay2=root:memory "
+            + " ".join(args) + " >/dev/null 2>&1'")
+
+
+def raw_create(template, cid):
+    netns_fresh_veth()
+    b = bundle(template, cid)
+    t0 = now()
+    sh(runsc_cmd("run", "--bundle", b, "--detach", cid))
+    if not wait_http("http://10.250.250.2:8080/"):
+        raise RuntimeError("plain runsc sandbox did not answer")
+    return (now() - t0) * 1000
+
+
+def raw_delete(cid):
+    t0 = now()
+    sh(f"nsenter --net=/run/netns/{BENCH_NS} runsc --root={RUNSC_ROOT} delete --force {cid}", check=False)
+    return (now() - t0) * 1000
+
+
+def ip_claim():
+    """what a claim replaces: a namespace with veth, addresses and routes from 7 ip commands"""
+    t0 = now()
+    sh("ip netns add wbclaim && ip link add wbc0 type veth peer name eth0 netns wbclaim && "
+       "ip addr add 10.250.251.1/30 dev wbc0 && ip link set wbc0 up && "
+       "ip -n wbclaim addr add 10.250.251.2/30 dev eth0 && ip -n wbclaim link set eth0 up && "
+       "ip -n wbclaim route add default via 10.250.251.1")
+    t = (now() - t0) * 1000
+    sh("ip netns del wbclaim; ip link del wbc0", check=False)
+    return t
+
+
+# ---------------------------------------------------------------- rows
+
+def row(name, warren, base=None, base_name="", unit="ms", target=""):
+    r = {"name": name, "n": len(warren), "p50": pct(warren, 50), "p90": pct(warren, 90),
+         "unit": unit, "target": target}
+    if base:
+        r.update({"base_name": base_name, "base_p50": pct(base, 50), "base_p90": pct(base, 90),
+                  "ratio": pct(warren, 50) / pct(base, 50)})
+    print(f"  {name}: p50 {r['p50']:.1f} p90 {r['p90']:.1f} {unit}"
+          + (f"  vs {base_name} p50 {r['base_p50']:.1f} (x{r['ratio']:.2f})" if base else ""),
+          file=sys.stderr)
+    return r
+
+
+def bench(quick):
+    n_web, n_app, n_claim = (3, 2, 20) if quick else (15, 6, 200)
+    os.makedirs(RUNSC_ROOT, exist_ok=True)
+    netns_setup()
+    rows = []
+    for template, n in (("web", n_web), ("app", n_app)):
+        print(f"cold {template} x{n}", file=sys.stderr)
+        w, b, dreply, dfull, rdel = [], [], [], [], []
+        for i in range(n):
+            ms, sid = warren_create(template)
+            w.append(ms)
+            rep, full = warren_destroy(sid)
+            dreply.append(rep)
+            dfull.append(full)
+            cid = f"bench{template}{i:04d}"
+            b.append(raw_create(template, cid))
+            rdel.append(raw_delete(cid))
+        rows.append(row(f"cold {template}: create -> first HTTP 200", w, b,
+                        "plain `runsc run` -> first 200", target="<= 1.1x" if template == "web" else ""))
+        if template == "web":
+            rows.append(row("destroy: reply", dreply, target="<= 20 ms"))
+            rows.append(row("destroy: full teardown", dfull, rdel, "`runsc delete --force`"))
+    print("20 web at once", file=sys.stderr)
+    par_w, par_b = [], []
+    for rnd in range(1 if quick else 3):
+        t0 = now()
+        with cf.ThreadPoolExecutor(20) as ex:
+            ids = [sid for _, sid in ex.map(lambda _: warren_create("web"), range(20))]
+        par_w.append((now() - t0) * 1000)
+        with cf.ThreadPoolExecutor(20) as ex:
+            list(ex.map(lambda s: warren_destroy(s), ids))
+        # plain runsc: 20 sandboxes in 20 namespaces made beforehand, started at once
+        for i in range(20):
+            sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
+            sh(f"ip netns add wbp{i} && ip link add wbp{i}h type veth peer name eth0 netns wbp{i} && "
+               f"ip addr add 10.250.{i}.1/30 dev wbp{i}h && ip link set wbp{i}h up && "
+               f"ip -n wbp{i} addr add 10.250.{i}.2/30 dev eth0 && ip -n wbp{i} link set eth0 up && "
+               f"ip -n wbp{i} route add default via 10.250.{i}.1")
+
+        def one(i):
+            cid = f"benchpar{rnd}{i:03d}"
+            b = bundle("web", cid)
+            with open(f"{b}/config.json") as f:
+                spec = json.load(f)
+            spec["linux"]["namespaces"][-1]["path"] = f"/run/netns/wbp{i}"
+            with open(f"{b}/config.json", "w") as f:
+                json.dump(spec, f)
+            sh(runsc_cmd("run", "--bundle", b, "--detach", cid).replace(f"netns/{BENCH_NS}", f"netns/wbp{i}"))
+            if not wait_http(f"http://10.250.{i}.2:8080/"):
+                raise RuntimeError("parallel plain runsc")
+            return cid
+        t0 = now()
+        with cf.ThreadPoolExecutor(20) as ex:
+            cids = list(ex.map(one, range(20)))
+        par_b.append((now() - t0) * 1000)
+        for i, cid in enumerate(cids):
+            sh(f"nsenter --net=/run/netns/wbp{i} runsc --root={RUNSC_ROOT} delete --force {cid}", check=False)
+            sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
+    rows.append(row("20 web creates at once, all answering", par_w, par_b, "20 plain `runsc run` at once"))
+    print("claim", file=sys.stderr)
+    out = sh([os.path.join(ROOT, "build", "bench-claim"), "/run/warren/netnsd.sock", str(n_claim)]).stdout
+    claims = [int(x) / 1000 for x in out.split()]
+    ipc = [ip_claim() for _ in range(10 if quick else 30)]
+    rows.append(row("namespace claim", claims, ipc, "7 `ip` commands", target="<= 1 ms"))
+    print("thaw on request", file=sys.stderr)
+    _, sid = warren_create("web")
+    url = f"http://127.0.0.1:8300/s/{sid}/"
+    thaw, warm = [], []
+    for _ in range(5 if quick else 20):
+        t0 = now()
+        wait_http(url, interval=0.001)
+        warm.append((now() - t0) * 1000)
+        sh(["warrenctl", "freeze", sid])
+        t0 = now()
+        wait_http(url, interval=0.001)
+        thaw.append((now() - t0) * 1000)
+    warren_destroy(sid)
+    rows.append(row("frozen web: request -> 200 (thaw on demand)", thaw, warm, "same request, not frozen"))
+    sh(f"ip netns del {BENCH_NS}; ip link del wbh0", check=False)
+    shutil.rmtree("/run/warren-bench", ignore_errors=True)
+    return rows
+
+
+def machine():
+    cpu = "?"
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem = int(open("/proc/meminfo").readline().split()[1]) // (1024 * 1024)
+    runsc = sh("runsc --version", check=False).stdout.split("\n")[0]
+    return f"{os.cpu_count()} x {cpu}, {mem} GiB, kernel {platform.release()}, {runsc}, --platform=ptrace"
+
+
+def render(res):
+    lines = [f"Machine: {res['machine']}. Run: {res['date']}. p50/p90 over n runs; the baseline ran "
+             "in the same run, interleaved.", "",
+             "| Row | n | Warren p50 | p90 | Baseline (same run) | p50 | p90 | Warren/baseline | Target |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        f = lambda v: f"{v:.1f} {r['unit']}" if v < 100 else f"{v:.0f} {r['unit']}"
+        if "base_p50" in r:
+            lines.append(f"| {r['name']} | {r['n']} | {f(r['p50'])} | {f(r['p90'])} | {r['base_name']} | "
+                         f"{f(r['base_p50'])} | {f(r['base_p90'])} | {r['ratio']:.2f}x | {r['target']} |")
+        else:
+            lines.append(f"| {r['name']} | {r['n']} | {f(r['p50'])} | {f(r['p90'])} | | | | | {r['target']} |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--from-json")
+    a = ap.parse_args()
+    if a.from_json:
+        res = json.load(open(a.from_json))
+    else:
+        res = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "rows": bench(a.quick)}
+        if not a.quick:
+            with open(os.path.join(ROOT, "bench/results/latest.json"), "w") as f:
+                json.dump(res, f, indent=1)
+    table = render(res)
+    print(table)
+    if not a.quick:
+        readme = os.path.join(ROOT, "README.md")
+        s = open(readme).read()
+        s = re.sub(r"<!-- bench:start -->.*<!-- bench:end -->",
+                   "<!-- bench:start -->\n" + table + "\n<!-- bench:end -->", s, flags=re.S)
+        open(readme, "w").write(s)
+
+
+if __name__ == "__main__":
+    main()
