@@ -38,7 +38,7 @@ def wait_http(url, timeout=60, host=None, interval=0.01):
     while now() < end:
         try:
             req = urllib.request.Request(url)
-            with urllib.request.urlopen(req, timeout=5) as r:
+            with urllib.request.urlopen(req, timeout=0.5) as r:
                 if r.status == 200:
                     r.read()
                     return True

@@ -94,7 +94,7 @@ file_write_string(const char *path, const char *s)
 }
 
 int
-file_write_atomic(const char *path, const void *data, size_t len, int mode)
+file_write_atomic(const char *path, const void *data, size_t len, int mode, bool durable)
 {
 	char tmp[4096], dir[4096];
 	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
@@ -115,11 +115,13 @@ file_write_atomic(const char *path, const void *data, size_t len, int mode)
 		p += k;
 		len -= (size_t)k;
 	}
-	if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+	if ((durable && fsync(fd) < 0) || rename(tmp, path) < 0) {
 		int r = -errno;
 		unlink(tmp);
 		return r;
 	}
+	if (!durable)
+		return 0;
 	snprintf(dir, sizeof dir, "%s", path);
 	_cleanup_close_ int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0)

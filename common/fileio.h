@@ -1,5 +1,6 @@
 /* Small kernel-file and state-file helpers (sysfs, cgroupfs, /proc, Warren's own state). */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,8 +11,9 @@ int file_read_line(const char *path, char *buf, size_t size);
 int file_read_u64(const char *path, uint64_t *v);
 /* Write a string to an existing kernel file (no O_CREAT). */
 int file_write_string(const char *path, const char *s);
-/* Crash-safe replace: write temp, fsync, rename, fsync dir. */
-int file_write_atomic(const char *path, const void *data, size_t len, int mode);
+/* Replace a file atomically: write a temporary, rename. With durable, fsync the file before and
+ * the directory after the rename, so the new content also survives a power loss. */
+int file_write_atomic(const char *path, const void *data, size_t len, int mode, bool durable);
 int mkdir_p(const char *path, int mode);
 /* Remove a directory tree (no symlink following). */
 int rm_rf(const char *path);

@@ -19,6 +19,7 @@ struct route {
 	unsigned active; /* connections inside an exchange */
 	struct event *probe_ev, *probe_timer;
 	int probe_fd;
+	unsigned probe_timeout_ms;
 	struct route *next;
 };
 

@@ -34,6 +34,11 @@ probe_result(evutil_socket_t fd, short what, void *arg)
 	r->probe_ev = NULL;
 	close_rst(r->probe_fd);
 	r->probe_fd = -1;
+	if (!(what & EV_WRITE)) {
+		if (r->probe_timeout_ms < 1000)
+			r->probe_timeout_ms *= 2;
+		err = ETIMEDOUT;
+	}
 	if (err == 0 && r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
 		r->state = WARREN__V1__ROUTE_STATE__ROUTE_RUNNING;
 		route_mark_active(r);
@@ -63,7 +68,12 @@ probe_try(evutil_socket_t unused, short what, void *arg)
 	}
 	r->probe_fd = fd;
 	r->probe_ev = event_new(event_get_base(r->probe_timer), fd, EV_WRITE, probe_result, r);
-	struct timeval tv = {1, 0};
+	/* While gVisor takes the interface over, a SYN can be lost and the kernel would retry it
+	 * only after 1 s. Give up on a probe after 100 ms (doubling while the machine is slow, up
+	 * to 1 s) and send a fresh SYN instead. */
+	struct timeval tv = {0, (suseconds_t)r->probe_timeout_ms * 1000};
+	if (r->probe_timeout_ms >= 1000)
+		tv = (struct timeval){1, 0};
 	event_add(r->probe_ev, &tv);
 }
 
@@ -71,6 +81,8 @@ void
 probe_start(struct gateway *g, struct route *r)
 {
 	probe_gateway = g;
+	if (!r->probe_timeout_ms)
+		r->probe_timeout_ms = 100;
 	if (!r->probe_timer)
 		r->probe_timer = evtimer_new(g->dc.base, probe_try, r);
 	if (r->probe_fd < 0 && !evtimer_pending(r->probe_timer, NULL)) {

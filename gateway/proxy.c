@@ -409,6 +409,11 @@ try_upstream(struct conn *c)
 	bufferevent_setcb(c->up, up_read, resume_reader, up_event, c);
 	bufferevent_setwatermark(c->up, EV_WRITE, LOW_WATER, 0);
 	bufferevent_enable(c->up, EV_READ);
+	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
+		/* a lost SYN during start-up would cost 1 s: retry a fresh connect instead */
+		struct timeval tv = {0, 200000};
+		bufferevent_set_timeouts(c->up, NULL, &tv);
+	}
 	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&r->sa, sizeof r->sa) < 0) {
 		close_upstream(c);
 		hold(c);

@@ -68,7 +68,7 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	fclose(f);
 	char path[512];
 	snprintf(path, sizeof path, "%s/config.json", bundle_dir);
-	int r = file_write_atomic(path, buf, len, 0600);
+	int r = file_write_atomic(path, buf, len, 0600, false);
 	free(buf);
 	return r;
 }

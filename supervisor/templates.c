@@ -60,7 +60,7 @@ template_save(struct supervisor *s, struct template *t)
 		fprintf(f, "arg=%s\n", t->argv[i]);
 	fclose(f);
 	snprintf(path, sizeof path, "%s/templates/%s", s->state_dir, t->name);
-	int r = file_write_atomic(path, buf, len, 0644);
+	int r = file_write_atomic(path, buf, len, 0644, true);
 	free(buf);
 	return r;
 }
