@@ -14,6 +14,8 @@ int file_write_string(const char *path, const char *s);
 /* Replace a file atomically: write a temporary, rename. With durable, fsync the file before and
  * the directory after the rename, so the new content also survives a power loss. */
 int file_write_atomic(const char *path, const void *data, size_t len, int mode, bool durable);
+/* Call cb for each key=value line of a small file; stops at the first negative return. */
+int file_read_kv(const char *path, int (*cb)(const char *k, const char *v, void *ud), void *ud);
 int mkdir_p(const char *path, int mode);
 /* Remove a directory tree (no symlink following). */
 int rm_rf(const char *path);

@@ -118,9 +118,62 @@ cmd_status(void)
 		}
 	}
 	printf(json ? "]}\n" : "\n");
+	if (!json)
+		print_reclaim();
 	sd_bus_message_unref(reply);
 	free(version);
 	free(url);
+	return 0;
+}
+
+static uint64_t
+get_u64(const char *prop)
+{
+	uint64_t v = 0;
+	sd_bus_get_property_trivial(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, prop, NULL, 't', &v);
+	return v;
+}
+
+static void
+print_reclaim(void)
+{
+	int zswap = 0;
+	sd_bus_get_property_trivial(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ZswapEnabled", NULL,
+				    'b', &zswap);
+	uint64_t swap = get_u64("SwapBytes"), pool = get_u64("ZswapPoolBytes"),
+		 held = get_u64("ZswappedBytes");
+	if (json)
+		printf("{\"swap_bytes\":%llu,\"zswap_enabled\":%s,\"zswap_pool_bytes\":%llu,"
+		       "\"zswapped_bytes\":%llu}\n",
+		       (unsigned long long)swap, zswap ? "true" : "false", (unsigned long long)pool,
+		       (unsigned long long)held);
+	else
+		printf("  swap:       %llu MiB; zswap %s, pool %llu MiB holding %llu MiB\n",
+		       (unsigned long long)(swap >> 20), zswap ? "on" : "off",
+		       (unsigned long long)(pool >> 20), (unsigned long long)(held >> 20));
+}
+
+static int
+cmd_reclaim(const char *what, const char *size, bool zswap)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	int r;
+	if (!strcmp(what, "setup"))
+		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "SetupReclaim", &e,
+				       NULL, "tbsu", (uint64_t)strtoull(size ? size : "1024", NULL, 10) << 20,
+				       zswap, "", 0);
+	else if (!strcmp(what, "undo"))
+		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "UndoReclaim", &e,
+				       NULL, "");
+	else if (!strcmp(what, "show"))
+		r = 0;
+	else {
+		fprintf(stderr, "warrenctl reclaim show|setup [MIB] [--no-zswap]|undo\n");
+		return 2;
+	}
+	if (r < 0)
+		return fail(r, &e, what);
+	print_reclaim();
 	return 0;
 }
 
@@ -280,7 +333,8 @@ usage(void)
 	       "  create TEMPLATE [--wait]  create a sandbox; prints its id and URL\n"
 	       "  destroy ID\n"
 	       "  exec ID -- CMD [ARG...]  run a command inside; exits with its status\n"
-	       "  freeze ID | thaw ID\n");
+	       "  freeze ID | thaw ID\n"
+	       "  reclaim show | setup [MIB] [--no-zswap] | undo   swap file + zswap for reclaim\n");
 }
 
 int
@@ -290,7 +344,7 @@ main(int argc, char **argv)
 					     {"wait", no_argument, NULL, 'w'},
 					     {"help", no_argument, NULL, 'h'},
 					     {}};
-	bool wait = false;
+	bool wait = false, zswap = true;
 	int c;
 	while ((c = getopt_long(argc, argv, "+hjw", opts, NULL)) >= 0) {
 		if (c == 'j')
@@ -315,6 +369,8 @@ main(int argc, char **argv)
 			wait = true;
 		if (!strcmp(argv[i], "--json"))
 			json = true;
+		if (!strcmp(argv[i], "--no-zswap"))
+			zswap = false;
 	}
 	int r = sd_bus_open_system(&bus);
 	if (r < 0)
@@ -330,6 +386,9 @@ main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+	if (!strcmp(cmd, "reclaim"))
+		return cmd_reclaim(arg, optind + 1 < argc && argv[optind + 1][0] != '-' ? argv[optind + 1] : NULL,
+				   zswap);
 	if (!strcmp(cmd, "create"))
 		return cmd_create(arg, wait);
 	if (!strcmp(cmd, "destroy"))

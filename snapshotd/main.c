@@ -14,7 +14,11 @@ main(int argc, char **argv)
 	static struct snapshotd s;
 	daemon_common_init(&s.dc, "snapshotd");
 	s.store_dir = "/var/lib/warren/images";
+	s.reclaim_dir = "/var/lib/warren/reclaim";
+	s.cgroup_parent = "/warren";
 	static const struct option opts[] = {{"store", required_argument, NULL, 's'},
+					     {"reclaim-dir", required_argument, NULL, 'r'},
+					     {"cgroup-parent", required_argument, NULL, 'c'},
 					     {"help", no_argument, NULL, 'h'},
 					     DAEMON_COMMON_OPTIONS,
 					     {}};
@@ -27,8 +31,13 @@ main(int argc, char **argv)
 			continue;
 		if (c == 's')
 			s.store_dir = optarg;
+		else if (c == 'r')
+			s.reclaim_dir = optarg;
+		else if (c == 'c')
+			s.cgroup_parent = optarg;
 		else {
-			printf("Usage: warren-snapshotd [--store DIR] [OPTIONS]\n" DAEMON_COMMON_HELP);
+			printf("Usage: warren-snapshotd [--store DIR] [--reclaim-dir DIR] [--cgroup-parent "
+			       "P] [OPTIONS]\n" DAEMON_COMMON_HELP);
 			return c == 'h' ? 0 : 2;
 		}
 	}

@@ -2,6 +2,8 @@
  * any protocol violation closes the peer. */
 #include "snapshotd.h"
 
+#include <string.h>
+
 static int
 handle_status(struct ipc_call *call, void *ud)
 {
@@ -29,8 +31,30 @@ handle_list_images(struct ipc_call *call, void *ud)
 	return r;
 }
 
+static int
+handle_reclaim(struct ipc_call *call, void *ud)
+{
+	return reclaim_start(ud, call);
+}
+
+static int
+handle_setup_reclaim(struct ipc_call *call, void *ud)
+{
+	Warren__V1__SetupReclaimResponse out;
+	char err[256] = "";
+	int r = reclaim_setup(ud, call->req->setup_reclaim, &out, err, sizeof err);
+	if (r < 0)
+		return ipc_call_error(call, r, "%s", err[0] ? err : strerror(-r));
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_SETUP_RECLAIM;
+	resp.setup_reclaim = &out;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
 const struct ipc_handler snapshotd_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_STATUS, 0, 0, handle_status},
 	{WARREN__V1__REQUEST__BODY_LIST_IMAGES, 0, IPC_NEEDS_READY, handle_list_images},
+	{WARREN__V1__REQUEST__BODY_RECLAIM, 0, IPC_NEEDS_READY, handle_reclaim},
+	{WARREN__V1__REQUEST__BODY_SETUP_RECLAIM, 0, IPC_NEEDS_READY, handle_setup_reclaim},
 };
 const unsigned snapshotd_n_handlers = sizeof snapshotd_handlers / sizeof snapshotd_handlers[0];

@@ -4,10 +4,10 @@
 #include "snapshotd.h"
 
 const int snapshotd_caps[] = {
-	CAP_DAC_READ_SEARCH, /* read sandboxes' cgroup memory files whatever their mode */
+	CAP_SYS_ADMIN, /* swapon/swapoff of the reclaim swap file */
 };
 const unsigned snapshotd_n_caps = sizeof snapshotd_caps / sizeof snapshotd_caps[0];
 
 static const char *const groups[] = {"@default", "@basic-io", "@event-loop", "@ipc", "@file-read",
-				     "@file-write", NULL};
+				     "@file-write", "@swap", NULL};
 const struct seccomp_policy snapshotd_seccomp = {.name = "snapshotd", .groups = groups};

@@ -160,6 +160,49 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 }
 
 static int
+method_setup_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	uint64_t swap;
+	int zswap;
+	const char *compressor;
+	uint32_t pool;
+	int r = sd_bus_message_read(m, "tbsu", &swap, &zswap, &compressor, &pool);
+	if (r < 0)
+		return r;
+	r = reclaim_setup_call(ud, m, swap, zswap, compressor, pool, false);
+	if (r < 0)
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));
+	return r;
+}
+
+static int
+method_undo_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int r = reclaim_setup_call(ud, m, 0, false, "", 0, true);
+	if (r < 0)
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));
+	return r;
+}
+
+/* Swap and zswap figures are the host's, read here (they are world-readable). */
+static int
+property_get_swap(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		  sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	uint64_t v = 0;
+	if (!strcmp(prop, "ZswapEnabled")) {
+		char buf[8] = "";
+		file_read_line("/sys/module/zswap/parameters/enabled", buf, sizeof buf);
+		return sd_bus_message_append(reply, "b", buf[0] == 'Y');
+	}
+	meminfo_bytes(!strcmp(prop, "SwapBytes")	? "SwapTotal"
+		      : !strcmp(prop, "ZswapPoolBytes") ? "Zswap"
+							: "Zswapped",
+		      &v);
+	return sd_bus_message_append(reply, "t", v);
+}
+
+static int
 property_get_helpers(sd_bus *bus, const char *path, const char *iface, const char *prop,
 		     sd_bus_message *reply, void *ud, sd_bus_error *err)
 {
@@ -224,6 +267,10 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_PROPERTY("SandboxCount", "u", property_get_count, 0, 0),
 	SD_BUS_PROPERTY("GatewayURL", "s", NULL, offsetof(struct supervisor, gateway_url),
 			SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("SwapBytes", "t", property_get_swap, 0, 0),
+	SD_BUS_PROPERTY("ZswapEnabled", "b", property_get_swap, 0, 0),
+	SD_BUS_PROPERTY("ZswapPoolBytes", "t", property_get_swap, 0, 0),
+	SD_BUS_PROPERTY("ZswappedBytes", "t", property_get_swap, 0, 0),
 	SD_BUS_METHOD_WITH_NAMES("CreateSandbox", "sa{sv}", SD_BUS_PARAM(template)
 				 SD_BUS_PARAM(options), "sos", SD_BUS_PARAM(id) SD_BUS_PARAM(path)
 				 SD_BUS_PARAM(url), method_create_sandbox, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -235,6 +282,16 @@ static const sd_bus_vtable manager_vtable[] = {
 				 SD_BUS_PARAM(rootfs) SD_BUS_PARAM(argv) SD_BUS_PARAM(port)
 				 SD_BUS_PARAM(memory_limit) SD_BUS_PARAM(options), "", ,
 				 method_add_template, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("SetupReclaim", "tbsu", SD_BUS_PARAM(swap_bytes) SD_BUS_PARAM(zswap)
+				 SD_BUS_PARAM(compressor) SD_BUS_PARAM(max_pool_percent), "tbtts",
+				 SD_BUS_PARAM(swap_bytes) SD_BUS_PARAM(zswap_enabled)
+				 SD_BUS_PARAM(zswap_pool_bytes) SD_BUS_PARAM(zswapped_bytes)
+				 SD_BUS_PARAM(compressor), method_setup_reclaim,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("UndoReclaim", "", , "tbtts", SD_BUS_PARAM(swap_bytes)
+				 SD_BUS_PARAM(zswap_enabled) SD_BUS_PARAM(zswap_pool_bytes)
+				 SD_BUS_PARAM(zswapped_bytes) SD_BUS_PARAM(compressor),
+				 method_undo_reclaim, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxNew", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxRemoved", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_VTABLE_END};

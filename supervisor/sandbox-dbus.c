@@ -166,6 +166,8 @@ static const sd_bus_vtable sandbox_vtable[] = {
 	SD_BUS_PROPERTY("CreatedUSec", "t", NULL, offsetof(struct sandbox, created_usec),
 			SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_PROPERTY("MemoryCurrent", "t", property_get_memory, 0, 0),
+	SD_BUS_PROPERTY("ReclaimedBytes", "t", NULL, offsetof(struct sandbox, reclaimed_bytes),
+			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("Timings", "a{st}", property_get_timings, 0, 0),
 	SD_BUS_METHOD("Destroy", "", "", method_destroy, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("Exec", "as", SD_BUS_PARAM(argv), "iayay",

@@ -98,6 +98,7 @@ sandbox_forget(struct sandbox *sb)
 	if (sb->start_timer)
 		event_free(sb->start_timer);
 	sd_bus_message_unref(sb->create_msg);
+	sd_bus_message_unref(sb->thaw_msg);
 	free(sb);
 }
 
@@ -473,7 +474,7 @@ sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
 
 /* ---- events from the helpers ---- */
 
-static void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
+void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
 
 void
 sandbox_on_event(const IpcResponse *ev)
@@ -602,6 +603,8 @@ freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r == 0 && sb && (sb->state == SANDBOX_RUNNING || sb->state == SANDBOX_FROZEN)) {
 		sandbox_set_state(sb, f->freeze ? SANDBOX_FROZEN : SANDBOX_RUNNING, NULL);
 		route_push(sb, NULL, NULL);
+		if (f->freeze)
+			reclaim_after_freeze(sb);
 	}
 	if (f->m) {
 		if (r == 0)
@@ -619,9 +622,18 @@ freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	free(f);
 }
 
-static void
+void
 freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m)
 {
+	if (!freeze && sb->reclaiming) {
+		/* snapshotd is pushing its pages out: thaw once it is done, never under it */
+		sb->thaw_pending = true;
+		if (m && !sb->thaw_msg)
+			sb->thaw_msg = sd_bus_message_ref(m);
+		else if (m)
+			sd_bus_reply_method_return(m, "");
+		return;
+	}
 	struct freeze_ctx *f = calloc(1, sizeof *f);
 	snprintf(f->id, sizeof f->id, "%s", sb->id);
 	f->freeze = freeze;
@@ -681,7 +693,7 @@ sandboxes_load(struct supervisor *s)
 		char path[800];
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		struct sandbox *sb = sandbox_new(s, de->d_name, "");
-		if (state_read_kv(path, sandbox_kv, sb) < 0) {
+		if (file_read_kv(path, sandbox_kv, sb) < 0) {
 			sandbox_forget(sb);
 			continue;
 		}

@@ -30,23 +30,3 @@ state_remove_sandbox(struct supervisor *s, const char *id)
 	snprintf(path, sizeof path, "%s/sandboxes/%s", s->state_dir, id);
 	unlink(path);
 }
-
-int
-state_read_kv(const char *path, int (*cb)(const char *k, const char *v, void *ud), void *ud)
-{
-	_cleanup_free_ char *s = NULL;
-	int r = file_read_all(path, &s, NULL);
-	if (r < 0)
-		return r;
-	char *save = NULL;
-	for (char *line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-		if (!eq)
-			continue;
-		*eq = 0;
-		r = cb(line, eq + 1, ud);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}

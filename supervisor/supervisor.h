@@ -59,6 +59,10 @@ struct sandbox {
 	bool destroy_wanted; /* Destroy() arrived while spawning */
 	bool runtime_alive;  /* netnsd has a runtime for it */
 	sd_bus_message *create_msg; /* a CreateSandbox waiting (wait=true or pool) */
+	bool reclaiming;            /* snapshotd is reclaiming it: a thaw waits */
+	bool thaw_pending;
+	sd_bus_message *thaw_msg;
+	uint64_t reclaimed_bytes;
 	bool reply_when_running;
 	struct event *start_timer;
 	struct sandbox *next;
@@ -110,6 +114,11 @@ int sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
 int sandbox_destroy(struct sandbox *sb);
 int sandbox_exec(struct sandbox *sb, sd_bus_message *m, char **argv);
 int sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m);
+/* reclaim.c: the swap/zswap set-up through snapshotd and the host's current figures */
+int reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_bytes, bool zswap,
+		       const char *compressor, uint32_t max_pool_percent, bool undo);
+void reclaim_after_freeze(struct sandbox *sb);
+void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
 void sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason);
 void sandboxes_load(struct supervisor *s);
 void sandboxes_reconcile(struct supervisor *s);
@@ -121,7 +130,6 @@ unsigned sandbox_count(struct supervisor *s);
 /* state-file.c */
 int state_write_sandbox(struct supervisor *s, struct sandbox *sb);
 void state_remove_sandbox(struct supervisor *s, const char *id);
-int state_read_kv(const char *path, int (*cb)(const char *k, const char *v, void *ud), void *ud);
 
 /* manager-dbus.c, sandbox-dbus.c */
 int manager_dbus_init(struct supervisor *s);

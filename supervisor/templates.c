@@ -118,7 +118,7 @@ templates_load(struct supervisor *s)
 		struct template *t = template_new(de->d_name, "", none, 0, 0, false);
 		char path[800];
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-		if (state_read_kv(path, template_kv, t) < 0 || !t->argc) {
+		if (file_read_kv(path, template_kv, t) < 0 || !t->argc) {
 			log_warning("Ignoring unreadable template %s", path);
 			continue;
 		}

@@ -4,6 +4,7 @@
  *   ipc-poke SOCKET garbage|badversion|badfds|oversize|unknown|truncfd
  *   ipc-poke SOCKET setroute ID ADDR PORT STATE [START_TIMEOUT_MS [REASON]]
  *   ipc-poke SOCKET removeroute ID
+ *   ipc-poke SOCKET reclaim ID
  *   ipc-poke SOCKET claim-hold [outbound]   (prints "slot address gateway pid fd", holds) */
 #include "ipc.h"
 
@@ -169,6 +170,14 @@ main(int argc, char **argv)
 		rr.id = argv[3];
 		req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_ROUTE;
 		req.remove_route = &rr;
+		ipc_send(fd, &req.base, NULL, 0);
+		return report(fd);
+	}
+	if (!strcmp(mode, "reclaim") && argc >= 4) {
+		Warren__V1__ReclaimRequest rq = WARREN__V1__RECLAIM_REQUEST__INIT;
+		rq.id = argv[3];
+		req.body_case = WARREN__V1__REQUEST__BODY_RECLAIM;
+		req.reclaim = &rq;
 		ipc_send(fd, &req.base, NULL, 0);
 		return report(fd);
 	}

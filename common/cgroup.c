@@ -1,5 +1,5 @@
-/* Sandbox cgroup operations for netnsd: freezer (v2 cgroup.freeze / v1 freezer.state), kill,
- * removal. Runs in netnsd's main process (freeze) and its spawner (kill, remove). */
+/* Sandbox cgroup operations: freezer (v2 cgroup.freeze / v1 freezer.state), kill, removal.
+ * Used by netnsd (freeze), its spawner (kill, remove) and snapshotd (frozen check). */
 #include "cgroup.h"
 #include "fileio.h"
 #include "log.h"

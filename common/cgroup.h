@@ -1,5 +1,6 @@
-/* The cgroup operations netnsd does on a sandbox's cgroup (runsc creates it from cgroupsPath):
- * freeze/thaw, kill everything in it, remove it. cgroup v2 first, v1 where the host has it. */
+/* Operations on a sandbox's cgroup (runsc creates it from cgroupsPath): freeze/thaw and the
+ * frozen check (netnsd; snapshotd checks before reclaiming), kill and remove (netnsd's spawner).
+ * cgroup v2 first, v1 where the host has it. */
 #pragma once
 #include <stdbool.h>
 

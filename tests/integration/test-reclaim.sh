@@ -1,0 +1,51 @@
+#!/bin/bash
+# Reclaim of a frozen sandbox into zswap: set-up (swap file + zswap) is idempotent and undone
+# exactly; a frozen app sandbox holds much less afterwards and its heap is intact after thaw;
+# a running sandbox's memory is never touched (refused).
+source "$(dirname "$0")/lib.sh"
+ZS=/sys/module/zswap/parameters
+before_swaps=$(tail -n +2 /proc/swaps | awk '{print $1}' | sort | tr '\n' ' ')
+before_zswap="$(cat $ZS/enabled) $(cat $ZS/compressor) $(cat $ZS/max_pool_percent)"
+restore() {
+	set +e
+	busctl --system call org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager UndoReclaim >/dev/null 2>&1
+	swapoff "$T/reclaim/swapfile" 2>/dev/null
+	read -r e c p <<<"$before_zswap"
+	echo "$e" >$ZS/enabled; echo "$c" >$ZS/compressor; echo "$p" >$ZS/max_pool_percent
+}
+trap 'rc=$?; restore; cleanup $rc' EXIT
+start_bus
+start_netnsd
+daemon snapshotd "$LIBEXEC/warren-snapshotd" --socket "$T/snapshotd.sock" --peer-users warren \
+	--store "$T/images" --reclaim-dir "$T/reclaim" --cgroup-parent "$CGROUP_PARENT"
+wait_for 10 test -S "$T/snapshotd.sock"
+start_gateway
+start_supervisor
+out=$(mgr SetupReclaim tbsu $((256 << 20)) true "" 25)
+log "SetupReclaim: $out"
+expect "swap file active" grep -q "$T/reclaim/swapfile" /proc/swaps
+expect "zswap enabled" test "$(cat $ZS/enabled)" = Y
+expect "max_pool_percent set" test "$(cat $ZS/max_pool_percent)" = 25
+out2=$(mgr SetupReclaim tbsu $((256 << 20)) true "" 25)
+expect "set-up again is a no-op" test "$(grep -c "$T/reclaim/swapfile" /proc/swaps)" = 1
+expect "SwapBytes property" test "$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager SwapBytes | cut -d' ' -f2)" -ge $((256 << 20))
+expect "warrenctl status shows zswap" sh -c "warrenctl status | grep -q 'zswap on'"
+
+id=$(create app wait)
+curl -fsS --max-time 10 "$(sb_url "$id")touch" >/dev/null
+out=$($POKE "$T/snapshotd.sock" reclaim "$id" 2>&1 || true)
+expect "reclaim of a running sandbox is refused ($out)" grep -q "not frozen" <<<"$out"
+held=$(sbprop "$id" MemoryCurrent)
+warrenctl freeze "$id"
+expect "reclaimed after the freeze" wait_for 15 sh -c "[ \$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox ReclaimedBytes | cut -d' ' -f2) -gt 0 ]"
+after=$(sbprop "$id" MemoryCurrent)
+log "held $((held >> 20)) MiB before, $((after >> 20)) MiB after reclaim; zswap pool $(($(grep '^Zswap:' /proc/meminfo | awk '{print $2}') / 1024)) MiB"
+expect "holds less than a third after reclaim" test $((after * 3)) -lt "$held"
+out=$(curl -fsS --max-time 30 "$(sb_url "$id")touch")
+log "touch after thaw: $out"
+expect "heap intact after thaw (sum of page markers)" grep -q '"sum": 2088960' <<<"$out"
+expect "running again" test "$(sbprop "$id" State)" = running
+out=$(mgr UndoReclaim)
+expect "undo removes the swap file" sh -c "! grep -q $T/reclaim/swapfile /proc/swaps && ! test -e $T/reclaim/swapfile"
+expect "undo restores zswap settings" test "$(cat $ZS/enabled) $(cat $ZS/compressor) $(cat $ZS/max_pool_percent)" = "$before_zswap"
+expect "the machine's swaps are as before" test "$(tail -n +2 /proc/swaps | awk '{print $1}' | sort | tr '\n' ' ')" = "$before_swaps"
