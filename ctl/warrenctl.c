@@ -16,6 +16,7 @@
 #define SANDBOX_IFACE "org.warren.Warren1.Sandbox"
 
 static bool json;
+static void print_reclaim(void);
 static sd_bus *bus;
 
 static int

@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 warren-template-build web
 warren-launch start
+# swap file + zswap so frozen sandboxes' memory can be reclaimed (idempotent; undo with
+# `warrenctl reclaim undo`)
+warrenctl reclaim setup "${WARREN_SWAP_MIB:-1024}" >/dev/null
 echo
 warrenctl status
 echo
