@@ -246,8 +246,72 @@ def bench(quick):
         thaw.append((now() - t0) * 1000)
     warren_destroy(sid)
     rows.append(row("frozen web: request -> 200 (thaw on demand)", thaw, warm, "same request, not frozen"))
+    rows += bench_reclaim(quick)
     sh(f"ip netns del {BENCH_NS}; ip link del wbh0", check=False)
     shutil.rmtree("/run/warren-bench", ignore_errors=True)
+    return rows
+
+
+def prop(path, iface, name):
+    out = sh(["busctl", "get-property", "org.warren.Warren1", path, iface, name]).stdout.split()
+    return out[1]
+
+
+def sandbox_prop(sid, name):
+    return prop(f"/org/warren/Warren1/sandbox/{sid}", "org.warren.Warren1.Sandbox", name)
+
+
+def touch(sid):
+    t0 = now()
+    with urllib.request.urlopen(f"http://127.0.0.1:8300/s/{sid}/touch", timeout=120) as r:
+        d = json.loads(r.read())
+    return (now() - t0) * 1000, d["ms"]
+
+
+def bench_reclaim(quick):
+    """The seed's G1/G2 rows: app with a 376 MiB heap, frozen and reclaimed; held memory before
+    and after, and the time to touch the heap back after the thaw with the reclaimed pages in
+    zswap, on this disk's swap, and on swap reads capped at 110 MB/s (the seed's disk)."""
+    n = 2 if quick else 5
+    sh(["busctl", "call", "org.warren.Warren1", "/org/warren/Warren1", "org.warren.Warren1.Manager",
+        "AddTemplate", "ssasqta{sv}", "--", "app376", f"{TEMPLATES}/app/rootfs", "6", "/usr/bin/python3",
+        "/app/app.py", "--port", "8080", "--heap-mib", "376", "8080", str(1 << 30), "0"], check=False)
+    swapfile = "/var/lib/warren/reclaim/swapfile"
+    res = {"held_before": [], "held_after": [], "resident": []}
+    modes = [("zswap", True, 0), ("disk", False, 0), ("disk110", False, 110 * 1000 * 1000)]
+    for mode, zswap, cap in modes:
+        print(f"reclaim {mode} x{n}", file=sys.stderr)
+        sh(["warrenctl", "reclaim", "setup", "2048"] + ([] if zswap else ["--no-zswap"]))
+        res[mode] = []
+        for _ in range(n):
+            _, sid = warren_create("app376")
+            touch(sid)
+            if mode == "zswap":
+                res["resident"].append(touch(sid)[0])
+            before = int(sandbox_prop(sid, "MemoryCurrent"))
+            if cap:
+                st = os.stat(swapfile)
+                dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+                with open(f"/sys/fs/cgroup/blkio/warren/{sid}/blkio.throttle.read_bps_device", "w") as f:
+                    f.write(f"{dev} {cap}")
+            sh(["warrenctl", "freeze", sid])
+            end = now() + 20
+            while int(sandbox_prop(sid, "ReclaimedBytes")) == 0 and now() < end:
+                time.sleep(0.05)
+            after = int(sandbox_prop(sid, "MemoryCurrent"))
+            if mode == "zswap":
+                res["held_before"].append(before / 2**20)
+                res["held_after"].append(after / 2**20)
+            res[mode].append(touch(sid)[0])
+            warren_destroy(sid)
+    sh(["warrenctl", "reclaim", "setup", "1024"])
+    rows = [row("app 376 MiB heap: memory held after freeze + reclaim", res["held_after"],
+                res["held_before"], "held before, running", unit="MiB", target="<= 0.30x"),
+            row("same: thaw + touch all 376 MiB back, pages in zswap", res["zswap"], res["disk"],
+                "same, pages on this disk's swap", target="<= 0.1x"),
+            row("same, pages in zswap (again)", res["zswap"], res["disk110"],
+                "same, swap reads capped at 110 MB/s (seed's disk)", target="<= 0.1x"),
+            row("same: touch all 376 MiB, never reclaimed", res["resident"])]
     return rows
 
 
@@ -281,7 +345,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--from-json")
+    ap.add_argument("--only-reclaim", action="store_true", help="run only the reclaim rows (printed)")
     a = ap.parse_args()
+    if a.only_reclaim:
+        bench_reclaim(a.quick)
+        return
     if a.from_json:
         res = json.load(open(a.from_json))
     else:
