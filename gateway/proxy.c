@@ -45,6 +45,7 @@ struct conn {
 	uint64_t hold_deadline_us;
 	bool thaw_asked;
 	bool reused; /* the upstream carried an earlier exchange */
+	bool was_starting; /* the sandbox was starting when the request came: keep retrying */
 	struct event *retry;
 	struct conn *next, *prev;
 };
@@ -331,7 +332,9 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	struct route *r = route_find(c->g, c->route_id);
 	if (c->state == S_CONNECT) {
 		close_upstream(c);
-		if (r && r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING &&
+		/* While a sandbox starts, gVisor taking over its interface can lose or reset a
+		 * connection even after the readiness probe got through: retry until the deadline. */
+		if (r && (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING || c->was_starting) &&
 		    now_usec() < c->hold_deadline_us) {
 			hold(c);
 			return;
@@ -347,11 +350,12 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		close_after_flush(c);
 		return;
 	}
-	if (c->state == S_EXCHANGE && c->reused && !c->resp_started &&
-	    c->req_body == HTTP_BODY_NONE && !(what & BEV_EVENT_TIMEOUT)) {
+	if (c->state == S_EXCHANGE && (c->reused || c->was_starting) && !c->resp_started &&
+	    c->req_body == HTTP_BODY_NONE && !(what & BEV_EVENT_TIMEOUT) &&
+	    now_usec() < c->hold_deadline_us) {
 		close_upstream(c);
 		c->reused = false;
-		try_upstream(c);
+		hold(c);
 		return;
 	}
 	if (c->state == S_EXCHANGE) {
@@ -543,6 +547,7 @@ client_read(struct bufferevent *bev, void *arg)
 	c->req_done = h.body == HTTP_BODY_NONE;
 	c->resp_started = false;
 	c->thaw_asked = false;
+	c->was_starting = r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING;
 	unsigned hold_ms = r->start_timeout_ms ? r->start_timeout_ms : DEFAULT_HOLD_MS;
 	c->hold_deadline_us = now_usec() + (uint64_t)hold_ms * 1000;
 	r->active++;
