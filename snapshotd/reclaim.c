@@ -18,8 +18,13 @@
 #include <sys/stat.h>
 #include <sys/swap.h>
 
-#define PASS_INTERVAL_US 100000
+#define PASS_INTERVAL_US 50000
 #define RECLAIM_BUDGET_US 3000000
+/* Below this a sandbox is not worth it (the web template holds ~12 MiB), and a thaw would wait. */
+#define RECLAIM_MIN_BYTES (16ull << 20)
+/* force_empty sometimes frees nothing in one pass and much in the next; give up after this many
+ * passes in a row without progress, so a thaw never waits for the whole budget. */
+#define STALLED_PASSES 3
 #define ZSWAP "/sys/module/zswap/parameters/"
 
 static const char *const zswap_params[] = {"enabled", "compressor", "max_pool_percent"};
@@ -193,7 +198,8 @@ struct reclaim_job {
 	struct ipc_call *call;
 	char rel[256], dir[512];
 	int v2;
-	uint64_t before, t0;
+	uint64_t before, t0, last;
+	unsigned stalled;
 	struct event *timer;
 };
 
@@ -243,7 +249,10 @@ job_pass(evutil_socket_t fd, short what, void *arg)
 		file_write_string(path, "0");
 	}
 	cgroup_memory_usage(j->rel, &usage);
-	if (usage * 20 < j->before || now_usec() - j->t0 > RECLAIM_BUDGET_US) {
+	j->stalled = usage + (1u << 20) >= j->last ? j->stalled + 1 : 0;
+	j->last = usage;
+	if (usage * 20 < j->before || j->stalled >= STALLED_PASSES ||
+	    now_usec() - j->t0 > RECLAIM_BUDGET_US) {
 		job_finish(j, 0, NULL);
 		return;
 	}
@@ -270,7 +279,14 @@ reclaim_start(struct snapshotd *s, struct ipc_call *call)
 	}
 	j->s = s;
 	cgroup_memory_usage(j->rel, &j->before);
+	j->last = j->before;
 	j->t0 = now_usec();
+	if (j->before < RECLAIM_MIN_BYTES) {
+		j->call = ipc_call_defer(call);
+		j->timer = evtimer_new(s->dc.base, job_pass, j);
+		job_finish(j, 0, NULL);
+		return IPC_DEFER;
+	}
 	j->call = ipc_call_defer(call);
 	j->timer = evtimer_new(s->dc.base, job_pass, j);
 	job_pass(-1, 0, j);
