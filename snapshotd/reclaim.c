@@ -22,9 +22,9 @@
 #define RECLAIM_BUDGET_US 3000000
 /* Below this a sandbox is not worth it (the web template holds ~12 MiB), and a thaw would wait. */
 #define RECLAIM_MIN_BYTES (16ull << 20)
-/* force_empty sometimes frees nothing in one pass and much in the next; give up after this many
- * passes in a row without progress, so a thaw never waits for the whole budget. */
-#define STALLED_PASSES 3
+/* force_empty often frees nothing for several passes and then much at once (1-7 passes 100 ms
+ * apart were seen); give up after a second without progress rather than the whole budget. */
+#define STALLED_PASSES 20
 #define ZSWAP "/sys/module/zswap/parameters/"
 
 static const char *const zswap_params[] = {"enabled", "compressor", "max_pool_percent"};
