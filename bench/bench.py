@@ -86,6 +86,15 @@ def warren_destroy(sid):
 # ---------------------------------------------------------------- plain runsc side
 
 def netns_setup():
+    # leftovers of an interrupted run
+    if os.path.isdir(RUNSC_ROOT):
+        for cid in sh(f"runsc --root={RUNSC_ROOT} list -quiet", check=False).stdout.split():
+            for ns in [BENCH_NS] + [f"wbp{i}" for i in range(20)]:
+                if sh(f"nsenter --net=/run/netns/{ns} runsc --root={RUNSC_ROOT} delete --force {cid}",
+                      check=False).returncode == 0:
+                    break
+        shutil.rmtree("/run/warren-bench", ignore_errors=True)
+    os.makedirs(RUNSC_ROOT, exist_ok=True)
     sh(f"ip netns del {BENCH_NS}", check=False)
     sh(f"ip link del wbh0", check=False)
     sh(f"ip netns add {BENCH_NS}")
@@ -170,7 +179,6 @@ def row(name, warren, base=None, base_name="", unit="ms", target=""):
 
 def bench(quick):
     n_web, n_app, n_claim = (3, 2, 20) if quick else (15, 6, 200)
-    os.makedirs(RUNSC_ROOT, exist_ok=True)
     netns_setup()
     rows = []
     for template, n in (("web", n_web), ("app", n_app)):
@@ -348,8 +356,18 @@ def main():
     ap.add_argument("--only-reclaim", action="store_true", help="run only the reclaim rows (printed)")
     a = ap.parse_args()
     if a.only_reclaim:
-        bench_reclaim(a.quick)
-        return
+        rows = bench_reclaim(a.quick)
+        if a.quick:
+            return
+        # replace the reclaim rows of the last full run and re-render
+        path = os.path.join(ROOT, "bench/results/latest.json")
+        res = json.load(open(path))
+        names = {r["name"] for r in rows}
+        res["rows"] = [r for r in res["rows"] if r["name"] not in names] + rows
+        res["date"] = time.strftime("%Y-%m-%d")
+        with open(path, "w") as f:
+            json.dump(res, f, indent=1)
+        a.from_json = path
     if a.from_json:
         res = json.load(open(a.from_json))
     else:

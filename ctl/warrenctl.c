@@ -324,6 +324,54 @@ cmd_exec(const char *id, char **argv)
 	return status;
 }
 
+static int
+print_ids(sd_bus_message *reply)
+{
+	char **ids = NULL;
+	sd_bus_message_read_strv(reply, &ids);
+	for (char **i = ids; i && *i; i++) {
+		printf(json ? "%s\"%s\"" : "%s%s\n", json ? (i == ids ? "[" : ",") : "", *i);
+		free(*i);
+	}
+	if (json)
+		printf(ids && ids[0] ? "]\n" : "[]\n");
+	free(ids);
+	return 0;
+}
+
+static int
+cmd_tags(void)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	int r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListTags", &e, &reply,
+				   "");
+	if (r < 0)
+		return fail(r, &e, "ListTags");
+	sd_bus_message_enter_container(reply, 'a', "(sstbts)");
+	const char *name, *tmpl, *parent;
+	uint64_t size, created;
+	int compressed, first = 1;
+	if (!json)
+		printf("%-16s %-10s %10s %-10s %s\n", "TAG", "TEMPLATE", "SIZE", "COMPRESSED", "PARENT");
+	while (sd_bus_message_read(reply, "(sstbts)", &name, &tmpl, &size, &compressed, &created,
+				   &parent) > 0) {
+		if (json)
+			printf("%s{\"tag\":\"%s\",\"template\":\"%s\",\"size\":%llu,\"compressed\":%s,"
+			       "\"created_usec\":%llu,\"parent\":\"%s\"}",
+			       first ? "[" : ",", name, tmpl, (unsigned long long)size,
+			       compressed ? "true" : "false", (unsigned long long)created, parent);
+		else
+			printf("%-16s %-10s %7llu KiB %-10s %s\n", name, tmpl,
+			       (unsigned long long)(size >> 10), compressed ? "yes" : "no", parent);
+		first = 0;
+	}
+	if (json)
+		printf(first ? "[]\n" : "]\n");
+	sd_bus_message_unref(reply);
+	return 0;
+}
+
 static void
 usage(void)
 {
@@ -335,6 +383,10 @@ usage(void)
 	       "  destroy ID\n"
 	       "  exec ID -- CMD [ARG...]  run a command inside; exits with its status\n"
 	       "  freeze ID | thaw ID\n"
+	       "  snapshot ID TAG          checkpoint a running sandbox into a tag (it goes on)\n"
+	       "  fork TAG COUNT           COUNT children from the tag's image\n"
+	       "  branch ID TAG COUNT      snapshot ID into TAG and fork COUNT children from it\n"
+	       "  tags | rmtag TAG\n"
 	       "  reclaim show | setup [MIB] [--no-zswap] | undo   swap file + zswap for reclaim\n");
 }
 
@@ -383,6 +435,8 @@ main(int argc, char **argv)
 		return cmd_list();
 	if (!strcmp(cmd, "templates"))
 		return cmd_templates();
+	if (!strcmp(cmd, "tags"))
+		return cmd_tags();
 	if (!arg) {
 		usage();
 		return 2;
@@ -396,6 +450,39 @@ main(int argc, char **argv)
 		return cmd_simple(arg, "Destroy");
 	if (!strcmp(cmd, "freeze"))
 		return cmd_simple(arg, "Freeze");
+	const char *arg2 = optind + 1 < argc ? argv[optind + 1] : NULL;
+	const char *arg3 = optind + 2 < argc ? argv[optind + 2] : NULL;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	if (!strcmp(cmd, "rmtag")) {
+		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "RemoveTag", &e,
+				       NULL, "s", arg);
+		return r < 0 ? fail(r, &e, "RemoveTag") : 0;
+	}
+	if (!strcmp(cmd, "snapshot") && arg2) {
+		char *path = sandbox_path(arg);
+		r = sd_bus_call_method(bus, BUS_NAME, path, SANDBOX_IFACE, "Snapshot", &e, &reply, "s",
+				       arg2);
+		free(path);
+		if (r < 0)
+			return fail(r, &e, "Snapshot");
+		const char *tag;
+		uint64_t size;
+		sd_bus_message_read(reply, "st", &tag, &size);
+		printf(json ? "{\"tag\":\"%s\",\"size\":%llu}\n" : "%s %llu\n", tag,
+		       (unsigned long long)size);
+		return 0;
+	}
+	if (!strcmp(cmd, "fork") && arg2) {
+		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ForkTag", &e, &reply,
+				       "su", arg, (uint32_t)atoi(arg2));
+		return r < 0 ? fail(r, &e, "ForkTag") : print_ids(reply);
+	}
+	if (!strcmp(cmd, "branch") && arg3) {
+		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "BranchSandbox", &e,
+				       &reply, "ssu", arg, arg2, (uint32_t)atoi(arg3));
+		return r < 0 ? fail(r, &e, "BranchSandbox") : print_ids(reply);
+	}
 	if (!strcmp(cmd, "thaw"))
 		return cmd_simple(arg, "Thaw");
 	if (!strcmp(cmd, "exec")) {

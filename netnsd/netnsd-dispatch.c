@@ -193,13 +193,24 @@ forward_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (!resp) {
 		ipc_call_error(f->call, r, "spawner did not answer: %s", strerror(-r));
 	} else {
-		if (f->kind == WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX && resp->error == 0 &&
-		    resp->body_case == WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX) {
+		bool start = f->kind == WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX ||
+			     f->kind == WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX;
+		if (start && resp->error == 0 &&
+		    (resp->body_case == WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX ||
+		     resp->body_case == WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX)) {
 			struct netnsd_sandbox *s = sandbox_find(n, f->id);
 			if (s)
-				s->pid = resp->spawn_sandbox->pid;
-		} else if (f->kind == WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX)
+				s->pid = resp->body_case == WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX
+						 ? resp->spawn_sandbox->pid
+						 : resp->restore_sandbox->pid;
+		} else if (start)
 			sandbox_remove(n, f->id);
+		if (f->kind == WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX && resp->error == 0) {
+			/* checkpoint stops the container: its runtime is gone until a restore */
+			struct netnsd_sandbox *s = sandbox_find(n, f->id);
+			if (s)
+				s->exited = true;
+		}
 		if (f->kind == WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX)
 			sandbox_remove(n, f->id);
 		ipc_call_reply(f->call, (IpcResponse *)resp, fds, n_fds);
@@ -240,11 +251,13 @@ strings_valid(char **v, size_t n, size_t max, bool env)
 	return true;
 }
 
+/* Validate a spawn or restore and forward it with netnsd's own fd for the slot (and the image). */
 static int
-handle_spawn(struct ipc_call *call, void *ud)
+start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q,
+	      bool restore)
 {
-	struct netnsd *n = ud;
-	const Warren__V1__SpawnSandboxRequest *q = call->req->spawn_sandbox;
+	if (!q)
+		return ipc_call_error(call, -EINVAL, "missing spawn parameters");
 	if (!sandbox_id_valid(q->id))
 		return ipc_call_error(call, -EINVAL, "bad sandbox id");
 	if (sandbox_find(n, q->id))
@@ -274,11 +287,18 @@ handle_spawn(struct ipc_call *call, void *ud)
 	    stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
 		return ipc_call_error(call, -EACCES, "rootfs %s is not a directory inside %s",
 				      q->rootfs, n->templates_dir);
+	if (restore && (fstat(call->fds[1], &st) < 0 || !S_ISDIR(st.st_mode)))
+		return ipc_call_error(call, -EINVAL, "the image fd is not a directory");
 	/* The spawner gets canonical values and netnsd's own fd for the slot. */
 	Warren__V1__SpawnSandboxRequest fwd = *q;
 	fwd.rootfs = real;
 	IpcRequest req = *call->req;
-	req.spawn_sandbox = &fwd;
+	Warren__V1__RestoreSandboxRequest rfwd = WARREN__V1__RESTORE_SANDBOX_REQUEST__INIT;
+	rfwd.spawn = &fwd;
+	if (restore)
+		req.restore_sandbox = &rfwd;
+	else
+		req.spawn_sandbox = &fwd;
 	const IpcRequest *orig = call->req;
 	call->req = &req;
 	struct netnsd_sandbox *sb = calloc(1, sizeof *sb);
@@ -286,11 +306,38 @@ handle_spawn(struct ipc_call *call, void *ud)
 	sb->slot = q->slot;
 	sb->next = n->sandboxes;
 	n->sandboxes = sb;
-	int r = forward(n, call, q->id, &s->nsfd, 1, 120000);
+	int fds[2] = {s->nsfd, restore ? call->fds[1] : -1};
+	int r = forward(n, call, q->id, fds, restore ? 2 : 1, 120000);
 	call->req = orig;
 	if (r < 0)
 		sandbox_remove(n, q->id);
 	return r;
+}
+
+static int
+handle_spawn(struct ipc_call *call, void *ud)
+{
+	return start_sandbox(ud, call, call->req->spawn_sandbox, false);
+}
+
+static int
+handle_restore(struct ipc_call *call, void *ud)
+{
+	return start_sandbox(ud, call, call->req->restore_sandbox->spawn, true);
+}
+
+static int
+handle_checkpoint(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const char *id = call->req->checkpoint_sandbox->id;
+	struct netnsd_sandbox *sb = sandbox_id_valid(id) ? sandbox_find(n, id) : NULL;
+	if (!sb || sb->exited || !sb->pid)
+		return ipc_call_error(call, -ENOENT, "no running sandbox %s", id);
+	struct stat st;
+	if (fstat(call->fds[0], &st) < 0 || !S_ISDIR(st.st_mode))
+		return ipc_call_error(call, -EINVAL, "the image fd is not a directory");
+	return forward(n, call, id, call->fds, 1, 120000);
 }
 
 static int
@@ -396,5 +443,7 @@ const struct ipc_handler netnsd_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_EXEC, 0, IPC_NEEDS_READY, handle_exec},
 	{WARREN__V1__REQUEST__BODY_LIST_SANDBOXES, 0, 0, handle_list},
 	{WARREN__V1__REQUEST__BODY_FREEZE_SANDBOX, 0, IPC_NEEDS_READY, handle_freeze},
+	{WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, IPC_NEEDS_READY, handle_checkpoint},
+	{WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX, 2, IPC_NEEDS_READY, handle_restore},
 };
 const unsigned netnsd_n_handlers = sizeof netnsd_handlers / sizeof netnsd_handlers[0];

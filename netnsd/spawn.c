@@ -30,10 +30,11 @@ struct sb {
 	pid_t pid;
 	char bundle[300];
 	char cgroup[300];
+	bool checkpointing; /* its exit is the checkpoint's doing, not news */
 	struct sb *next;
 };
 
-enum cmd_kind { CMD_RUN, CMD_DELETE, CMD_EXEC };
+enum cmd_kind { CMD_RUN, CMD_DELETE, CMD_EXEC, CMD_CHECKPOINT };
 
 struct cmd {
 	pid_t pid;
@@ -41,6 +42,7 @@ struct cmd {
 	struct sb *sb;
 	struct ipc_call *call;
 	int out_fd, err_fd;
+	int image_fd; /* checkpoint/restore: the image directory, kept open until runsc is done */
 	struct event *timer;
 	char *error; /* a failed run being cleaned up: the error to answer with */
 	struct cmd *next;
@@ -118,6 +120,7 @@ cmd_start(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, char **argv,
 	c->call = call;
 	c->out_fd = out_fd;
 	c->err_fd = err_fd;
+	c->image_fd = -1;
 	c->next = cmds;
 	cmds = c;
 	return 0;
@@ -135,6 +138,7 @@ cmd_free(struct cmd *c)
 		event_free(c->timer);
 	safe_close(c->out_fd);
 	safe_close(c->err_fd);
+	safe_close(c->image_fd);
 	ipc_call_free(c->call);
 	free(c->error);
 	free(c);
@@ -186,12 +190,17 @@ cmd_done(struct cmd *c, int status)
 			sr.pid = sb->pid;
 			resp.body_case = WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX;
 			resp.spawn_sandbox = &sr;
+			if (c->image_fd >= 0) {
+				resp.body_case = WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX;
+				resp.restore_sandbox = &sr;
+			}
 			ipc_call_reply(c->call, &resp, NULL, 0);
 			break;
 		}
 		char tail[400], *msg = NULL;
 		log_tail(sb->bundle, tail, sizeof tail);
-		if (asprintf(&msg, "runsc run failed (status 0x%x): %s", status, tail) < 0)
+		if (asprintf(&msg, "runsc %s failed (status 0x%x): %s",
+			     c->image_fd >= 0 ? "restore" : "run", status, tail) < 0)
 			msg = NULL;
 		log_error("Sandbox %s: %s", sb->id, msg ? msg : "runsc run failed");
 		struct ipc_call *call = TAKE_PTR(c->call);
@@ -211,6 +220,20 @@ cmd_done(struct cmd *c, int status)
 		else if (c->call)
 			ipc_call_reply(c->call, &resp, NULL, 0);
 		sb_forget(sb);
+		break;
+	case CMD_CHECKPOINT:
+		if (ok) {
+			Warren__V1__CheckpointSandboxResponse cr =
+				WARREN__V1__CHECKPOINT_SANDBOX_RESPONSE__INIT;
+			resp.body_case = WARREN__V1__RESPONSE__BODY_CHECKPOINT_SANDBOX;
+			resp.checkpoint_sandbox = &cr;
+			ipc_call_reply(c->call, &resp, NULL, 0);
+		} else {
+			char tail[400];
+			log_tail(sb->bundle, tail, sizeof tail);
+			ipc_call_error(c->call, -EIO, "runsc checkpoint failed (status 0x%x): %s",
+				       status, tail);
+		}
 		break;
 	case CMD_EXEC: {
 		Warren__V1__ExecResponse er = WARREN__V1__EXEC_RESPONSE__INIT;
@@ -247,6 +270,8 @@ on_sigchld(evutil_socket_t sig, short what, void *arg)
 				continue;
 			/* The sandbox went away by itself: tell netnsd, which tells the supervisor. */
 			sb->pid = 0;
+			if (sb->checkpointing)
+				continue;
 			Warren__V1__SandboxExitedEvent ev = WARREN__V1__SANDBOX_EXITED_EVENT__INIT;
 			ev.id = sb->id;
 			ev.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -260,9 +285,8 @@ on_sigchld(evutil_socket_t sig, short what, void *arg)
 }
 
 static int
-handle_spawn(struct ipc_call *call, void *ud)
+start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, int image_fd)
 {
-	const Warren__V1__SpawnSandboxRequest *q = call->req->spawn_sandbox;
 	if (!sandbox_id_valid(q->id) || sb_find(q->id) || q->n_argv == 0)
 		return -EINVAL;
 	struct sb *sb = calloc(1, sizeof *sb);
@@ -295,17 +319,70 @@ handle_spawn(struct ipc_call *call, void *ud)
 	snprintf(pidfile, sizeof pidfile, "%s/pid", sb->bundle);
 	int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	/* run --detach hands its stdout/stderr to the sandbox: a file, never a pipe we wait on. */
-	char *argv[] = {(char *)cfg->runsc, runsc_root, "--platform=ptrace", "--network=sandbox",
-			"--overlay2=root:memory", "run", "--bundle", sb->bundle, "--detach",
-			"--pid-file", pidfile, sb->id, NULL};
+	char image[80];
+	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), image_fd);
+	char *run[] = {(char *)cfg->runsc, runsc_root, "--platform=ptrace", "--network=sandbox",
+		       "--overlay2=root:memory", "run", "--bundle", sb->bundle, "--detach",
+		       "--pid-file", pidfile, sb->id, NULL};
+	/* one image restores into many containers; the restore lands on this slot's address */
+	char *restore[] = {(char *)cfg->runsc, runsc_root, "--platform=ptrace", "--network=sandbox",
+			   "--overlay2=root:memory", "restore", image, "--bundle", sb->bundle,
+			   "--detach", "--pid-file", pidfile, sb->id, NULL};
 	struct ipc_call *deferred = ipc_call_defer(call);
-	r = cmd_start(CMD_RUN, sb, deferred, argv, logfd, dup(logfd));
+	r = cmd_start(CMD_RUN, sb, deferred, image_fd >= 0 ? restore : run, logfd, dup(logfd));
 	if (r < 0) {
 		safe_close(logfd);
 		ipc_call_free(deferred);
 		sb_forget(sb);
 		return r;
 	}
+	cmds->image_fd = image_fd;
+	return IPC_DEFER;
+}
+
+static int
+handle_spawn(struct ipc_call *call, void *ud)
+{
+	return start_sandbox(call, call->req->spawn_sandbox, -1);
+}
+
+static int
+handle_restore(struct ipc_call *call, void *ud)
+{
+	const Warren__V1__RestoreSandboxRequest *q = call->req->restore_sandbox;
+	if (!q->spawn)
+		return -EINVAL;
+	int image_fd = TAKE_FD(call->fds[1]);
+	int r = start_sandbox(call, q->spawn, image_fd);
+	if (r < 0)
+		safe_close(image_fd);
+	return r;
+}
+
+static int
+handle_checkpoint(struct ipc_call *call, void *ud)
+{
+	struct sb *sb = sb_find(call->req->checkpoint_sandbox->id);
+	if (!sb || !sb->pid)
+		return -ENOENT;
+	for (struct cmd *c = cmds; c; c = c->next)
+		if (c->sb == sb && c->kind != CMD_EXEC)
+			return -EBUSY;
+	char image[80], log[400];
+	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), call->fds[0]);
+	snprintf(log, sizeof log, "%s/runsc.log", sb->bundle);
+	int logfd = open(log, O_WRONLY | O_APPEND | O_CLOEXEC);
+	char *argv[] = {(char *)cfg->runsc, runsc_root, "checkpoint", image, sb->id, NULL};
+	struct ipc_call *d = ipc_call_defer(call);
+	sb->checkpointing = true;
+	int r = cmd_start(CMD_CHECKPOINT, sb, d, argv, logfd, logfd >= 0 ? dup(logfd) : -1);
+	if (r < 0) {
+		sb->checkpointing = false;
+		safe_close(logfd);
+		ipc_call_free(d);
+		return r;
+	}
+	cmds->image_fd = TAKE_FD(d->fds[0]);
 	return IPC_DEFER;
 }
 
@@ -397,6 +474,8 @@ static const struct ipc_handler spawner_table[] = {
 	{WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX, 1, 0, handle_spawn},
 	{WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX, 0, 0, handle_destroy},
 	{WARREN__V1__REQUEST__BODY_EXEC, 0, 0, handle_exec},
+	{WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, 0, handle_checkpoint},
+	{WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX, 2, 0, handle_restore},
 };
 
 int

@@ -47,6 +47,8 @@ main(int argc, char **argv)
 	s.store_fd = s.dc.seccomp_probe ? -1 : store_open(s.store_dir);
 	if (s.store_fd < 0 && !s.dc.seccomp_probe)
 		return 1;
+	if (s.store_fd >= 0)
+		image_clean_temporaries(&s);
 	int lfd = daemon_listen(&s.dc);
 	if (lfd < 0)
 		return 1;

@@ -12,6 +12,16 @@ struct snapshotd {
 	const char *cgroup_parent;
 };
 
+/* image.c */
+int image_prepare(struct snapshotd *s, const char *tag, char *temp, size_t size, int *dirfd);
+int image_abort(struct snapshotd *s, const char *temp);
+int image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint64_t *total);
+int image_read(struct snapshotd *s, const char *tag, bool verify, Warren__V1__ImageInfo *info,
+	       int *dirfd_out);
+void image_info_free(Warren__V1__ImageInfo *info);
+int image_remove(struct snapshotd *s, const char *tag);
+void image_clean_temporaries(struct snapshotd *s);
+
 /* reclaim.c */
 int reclaim_setup(struct snapshotd *s, const Warren__V1__SetupReclaimRequest *q,
 		  Warren__V1__SetupReclaimResponse *out, char *err, size_t errlen);

@@ -37,16 +37,15 @@ store_list(struct snapshotd *s, Warren__V1__ListImagesResponse *out)
 	rewinddir(d);
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		/* temporary names (".tmp") are images being written: not images yet */
-		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
-			continue;
-		struct stat st;
-		if (fstatat(s->store_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		/* temporary names (".tmp.") are images being written: not images yet */
+		if (de->d_name[0] == '.')
 			continue;
 		Warren__V1__ImageInfo *info = malloc(sizeof *info);
-		warren__v1__image_info__init(info);
-		info->name = strdup(de->d_name);
-		info->size = (uint64_t)st.st_size;
+		if (image_read(s, de->d_name, false, info, NULL) < 0) {
+			image_info_free(info);
+			free(info);
+			continue;
+		}
 		out->images = realloc(out->images, (out->n_images + 1) * sizeof *out->images);
 		out->images[out->n_images++] = info;
 	}
@@ -58,7 +57,7 @@ void
 store_list_free(Warren__V1__ListImagesResponse *out)
 {
 	for (size_t i = 0; i < out->n_images; i++) {
-		free(out->images[i]->name);
+		image_info_free(out->images[i]);
 		free(out->images[i]);
 	}
 	free(out->images);

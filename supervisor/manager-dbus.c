@@ -292,6 +292,15 @@ static const sd_bus_vtable manager_vtable[] = {
 				 SD_BUS_PARAM(zswap_enabled) SD_BUS_PARAM(zswap_pool_bytes)
 				 SD_BUS_PARAM(zswapped_bytes) SD_BUS_PARAM(compressor),
 				 method_undo_reclaim, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("ForkTag", "su", SD_BUS_PARAM(tag) SD_BUS_PARAM(count), "as",
+				 SD_BUS_PARAM(ids), method_fork_tag, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("BranchSandbox", "ssu", SD_BUS_PARAM(id) SD_BUS_PARAM(tag)
+				 SD_BUS_PARAM(count), "as", SD_BUS_PARAM(ids), method_branch_sandbox,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("ListTags", "", , "a(sstbts)", SD_BUS_PARAM(tags), method_list_tags,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("RemoveTag", "s", SD_BUS_PARAM(tag), "", , method_remove_tag,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxNew", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxRemoved", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_VTABLE_END};

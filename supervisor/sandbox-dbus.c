@@ -145,6 +145,8 @@ property_get_timings(sd_bus *bus, const char *path, const char *iface, const cha
 		sd_bus_message_append(reply, "{st}", "spawn_us", sb->t_spawned_us - sb->t_create_us);
 	if (sb->t_ready_us)
 		sd_bus_message_append(reply, "{st}", "ready_us", sb->t_ready_us - sb->t_create_us);
+	if (sb->last_pause_us)
+		sd_bus_message_append(reply, "{st}", "snapshot_pause_us", sb->last_pause_us);
 	return sd_bus_message_close_container(reply);
 }
 
@@ -174,6 +176,8 @@ static const sd_bus_vtable sandbox_vtable[] = {
 				 SD_BUS_PARAM(status) SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr),
 				 method_exec, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Freeze", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("Snapshot", "s", SD_BUS_PARAM(tag), "st", SD_BUS_PARAM(tag)
+				 SD_BUS_PARAM(size), method_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Thaw", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_NAMES("StateChanged", "ss", SD_BUS_PARAM(state) SD_BUS_PARAM(reason), 0),
 	SD_BUS_VTABLE_END};

@@ -8,6 +8,7 @@
 #include "supervisor.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,7 +23,7 @@ static const char *const state_names[] = {
 	[SANDBOX_CREATING] = "creating", [SANDBOX_STARTING] = "starting",
 	[SANDBOX_RUNNING] = "running",   [SANDBOX_FROZEN] = "frozen",
 	[SANDBOX_EXITED] = "exited",     [SANDBOX_FAILED] = "failed",
-	[SANDBOX_DESTROYING] = "destroying",
+	[SANDBOX_DESTROYING] = "destroying", [SANDBOX_SNAPSHOTTING] = "snapshotting",
 };
 
 const char *
@@ -79,6 +80,7 @@ sandbox_new(struct supervisor *s, const char *id, const char *template_name)
 	snprintf(sb->backend, sizeof sb->backend, "gvisor");
 	sb->slot = -1;
 	sb->nsfd = -1;
+	sb->image_fd = -1;
 	sb->created_usec = realtime_usec();
 	sb->t_create_us = now_usec();
 	sb->next = s->sandboxes;
@@ -95,6 +97,9 @@ sandbox_forget(struct sandbox *sb)
 			break;
 		}
 	safe_close(sb->nsfd);
+	safe_close(sb->image_fd);
+	if (sb->fork_job)
+		fork_job_child_done(sb->fork_job, sb->id, false, "removed while starting");
 	if (sb->start_timer)
 		event_free(sb->start_timer);
 	sd_bus_message_unref(sb->create_msg);
@@ -105,6 +110,10 @@ sandbox_forget(struct sandbox *sb)
 static void
 reply_create(struct sandbox *sb)
 {
+	if (sb->fork_job) {
+		struct fork_job *j = TAKE_PTR(sb->fork_job);
+		fork_job_child_done(j, sb->id, true, NULL);
+	}
 	if (!sb->create_msg)
 		return;
 	_cleanup_free_ char *url = sandbox_url(sb);
@@ -115,6 +124,12 @@ reply_create(struct sandbox *sb)
 static void
 fail_create(struct sandbox *sb, const char *name, const char *fmt, const char *arg)
 {
+	if (sb->fork_job) {
+		struct fork_job *j = TAKE_PTR(sb->fork_job);
+		char msg[300];
+		snprintf(msg, sizeof msg, fmt, arg);
+		fork_job_child_done(j, sb->id, false, msg);
+	}
 	if (!sb->create_msg)
 		return;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -124,8 +139,8 @@ fail_create(struct sandbox *sb, const char *name, const char *fmt, const char *a
 	sb->create_msg = sd_bus_message_unref(sb->create_msg);
 }
 
-static void
-ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+void
+ipc_ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
 	ipc_close_fds(fds, n_fds);
 	if (r < 0)
@@ -154,6 +169,7 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 		q.state = WARREN__V1__ROUTE_STATE__ROUTE_RUNNING;
 		break;
 	case SANDBOX_FROZEN:
+	case SANDBOX_SNAPSHOTTING: /* requests are held while it is checkpointed */
 		q.state = WARREN__V1__ROUTE_STATE__ROUTE_FROZEN;
 		break;
 	default:
@@ -164,7 +180,7 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	req.body_case = WARREN__V1__REQUEST__BODY_SET_ROUTE;
 	req.set_route = &q;
-	if (helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, cb ? cb : ignore_reply,
+	if (helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, cb ? cb : ipc_ignore_reply,
 			cb ? ud : (void *)"set_route") < 0 && cb)
 		cb(NULL, -ENOTCONN, NULL, 0, ud);
 }
@@ -177,7 +193,7 @@ route_remove(struct sandbox *sb)
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_ROUTE;
 	req.remove_route = &q;
-	helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, ignore_reply, "remove_route");
+	helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, ipc_ignore_reply, "remove_route");
 }
 
 void
@@ -332,8 +348,10 @@ spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (!sb)
 		return;
 	sb->spawning = false;
-	sb->nsfd = safe_close(sb->nsfd);
-	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX) {
+	sb->image_fd = safe_close(sb->image_fd);
+	/* the namespace fd stays: a snapshot restores the sandbox into the same slot */
+	if (r == 0 && resp && (resp->body_case == WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX ||
+			       resp->body_case == WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX)) {
 		sb->runtime_alive = true;
 		sb->pid = resp->spawn_sandbox->pid;
 		sb->t_spawned_us = now_usec();
@@ -374,10 +392,19 @@ spawn(struct sandbox *sb)
 	q.memory_limit = t->memory_limit;
 	q.backend = sb->backend;
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX;
-	req.spawn_sandbox = &q;
+	Warren__V1__RestoreSandboxRequest rq = WARREN__V1__RESTORE_SANDBOX_REQUEST__INIT;
+	int fds[2] = {sb->nsfd, sb->image_fd};
+	if (sb->image_fd >= 0) {
+		rq.spawn = &q;
+		req.body_case = WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX;
+		req.restore_sandbox = &rq;
+	} else {
+		req.body_case = WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX;
+		req.spawn_sandbox = &q;
+	}
 	sb->spawning = true;
-	int r = helper_call(HELPER_NETNSD, &req, &sb->nsfd, 1, 120000, spawn_done, strdup(sb->id));
+	int r = helper_call(HELPER_NETNSD, &req, fds, sb->image_fd >= 0 ? 2 : 1, 120000, spawn_done,
+			    strdup(sb->id));
 	if (r < 0) {
 		sb->spawning = false;
 		sandbox_fail(sb, SANDBOX_FAILED, "netnsd is not available");
@@ -440,9 +467,10 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	route_push(sb, route_set_done, strdup(sb->id));
 }
 
-int
-sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
-	       uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err)
+static int
+create_common(struct supervisor *s, sd_bus_message *m, struct template *t, uint32_t pool_timeout_ms,
+	      uint32_t start_timeout_ms, bool wait, int image_fd, const char *tag,
+	      struct fork_job *job, sd_bus_error *err)
 {
 	if (!helper(HELPER_NETNSD))
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
@@ -453,7 +481,12 @@ sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
 	while (sandbox_find(s, id));
 	struct sandbox *sb = sandbox_new(s, id, t->name);
 	sb->state = SANDBOX_CREATING;
-	sb->create_msg = sd_bus_message_ref(m);
+	sb->create_msg = m ? sd_bus_message_ref(m) : NULL;
+	if (image_fd >= 0) {
+		sb->image_fd = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
+		snprintf(sb->restoring_tag, sizeof sb->restoring_tag, "%s", tag);
+	}
+	sb->fork_job = job;
 	sb->reply_when_running = wait;
 	sb->start_timeout_ms = start_timeout_ms ? start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
@@ -466,10 +499,61 @@ sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
 			    strdup(id));
 	if (r < 0) {
 		sb->create_msg = sd_bus_message_unref(sb->create_msg);
+		sb->fork_job = NULL; /* the caller reports it */
 		sandbox_forget(sb);
 		return sd_bus_error_set_errnof(err, -r, "netnsd: %s", strerror(-r));
 	}
 	return 1; /* answered later */
+}
+
+int
+sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
+	       uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err)
+{
+	return create_common(s, m, t, pool_timeout_ms, start_timeout_ms, wait, -1, NULL, NULL, err);
+}
+
+int
+sandbox_create_from_image(struct supervisor *s, struct template *t, int image_fd, const char *tag,
+			  struct fork_job *job, sd_bus_error *err)
+{
+	return create_common(s, NULL, t, 0, 0, false, image_fd, tag, job, err);
+}
+
+/* ---- snapshot support: the parent pauses, is checkpointed, then restored in place ---- */
+
+void
+sandbox_snapshot_begin(struct sandbox *sb)
+{
+	sandbox_set_state(sb, SANDBOX_SNAPSHOTTING, NULL);
+	route_push(sb, NULL, NULL);
+}
+
+void
+sandbox_snapshot_aborted(struct sandbox *sb)
+{
+	if (sb->state != SANDBOX_SNAPSHOTTING)
+		return;
+	sandbox_set_state(sb, SANDBOX_RUNNING, NULL);
+	route_push(sb, NULL, NULL);
+}
+
+void
+sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t pause_started)
+{
+	sb->runtime_alive = false;
+	sb->image_fd = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
+	snprintf(sb->restoring_tag, sizeof sb->restoring_tag, "%s", tag);
+	sb->t_pause_us = pause_started;
+	sandbox_set_state(sb, SANDBOX_STARTING, NULL);
+	route_push(sb, NULL, NULL);
+	spawn(sb);
+}
+
+void
+sandbox_restore_failed(struct sandbox *sb, const char *why)
+{
+	sandbox_fail(sb, SANDBOX_FAILED, why);
 }
 
 /* ---- events from the helpers ---- */
@@ -486,6 +570,12 @@ sandbox_on_event(const IpcResponse *ev)
 		if (!sb || sb->state != SANDBOX_STARTING)
 			return;
 		sb->t_ready_us = now_usec();
+		if (sb->t_pause_us) {
+			sb->last_pause_us = sb->t_ready_us - sb->t_pause_us;
+			sb->t_pause_us = 0;
+			log_info("Sandbox %s answers again after a %llu ms pause for its snapshot",
+				 sb->id, (unsigned long long)(sb->last_pause_us / 1000));
+		}
 		if (sb->start_timer)
 			evtimer_del(sb->start_timer);
 		sandbox_set_state(sb, SANDBOX_RUNNING, NULL);

@@ -37,7 +37,9 @@ enum sandbox_state {
 	SANDBOX_EXITED,
 	SANDBOX_FAILED,
 	SANDBOX_DESTROYING,
+	SANDBOX_SNAPSHOTTING,
 };
+struct fork_job;
 const char *sandbox_state_to_string(enum sandbox_state s);
 int sandbox_state_from_string(const char *s);
 
@@ -63,6 +65,11 @@ struct sandbox {
 	bool thaw_pending;
 	sd_bus_message *thaw_msg;
 	uint64_t reclaimed_bytes;
+	int image_fd;             /* restore from this image instead of a cold start */
+	char restoring_tag[33];
+	struct fork_job *fork_job; /* a child of ForkTag: report to the job, not to D-Bus */
+	uint64_t t_pause_us;       /* snapshot: when the parent stopped answering */
+	uint64_t last_pause_us;
 	bool reply_when_running;
 	struct event *start_timer;
 	struct sandbox *next;
@@ -111,7 +118,21 @@ int template_add(struct supervisor *s, struct template *t, sd_bus_error *err);
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
 int sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
 		   uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err);
+int sandbox_create_from_image(struct supervisor *s, struct template *t, int image_fd,
+			      const char *tag, struct fork_job *job, sd_bus_error *err);
 int sandbox_destroy(struct sandbox *sb);
+void sandbox_snapshot_begin(struct sandbox *sb);
+void sandbox_snapshot_aborted(struct sandbox *sb);
+void sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t pause_started);
+void sandbox_restore_failed(struct sandbox *sb, const char *why);
+void ipc_ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud);
+/* snapshot.c */
+void fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error);
+int method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
+int method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err);
+int method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err);
+int method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
+int method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err);
 int sandbox_exec(struct sandbox *sb, sd_bus_message *m, char **argv);
 int sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m);
 /* reclaim.c: the swap/zswap set-up through snapshotd and the host's current figures */

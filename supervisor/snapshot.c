@@ -1,0 +1,448 @@
+/* Snapshots on gVisor (supervisor): Snapshot(tag) checkpoints a running sandbox into a tag
+ * image through snapshotd and netnsd and restores the parent from the image just written (this
+ * runsc's checkpoint stops the container and --leave-running is broken); ForkTag(tag, count)
+ * restores count children side by side from the one image, each in its own slot (a restore
+ * takes the address of the namespace it lands in); BranchSandbox is both; ListTags and
+ * RemoveTag manage the images. */
+#include "clock.h"
+#include "log.h"
+#include "macro.h"
+#include "supervisor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- fork jobs: count children from one image ---- */
+
+struct fork_job {
+	sd_bus_message *m;
+	char tag[33];
+	unsigned pending, count;
+	char **ids;
+	unsigned n_ids;
+	char error[256];
+	int image_fd;
+};
+
+static void
+fork_job_finish(struct fork_job *j)
+{
+	if (j->m) {
+		if (j->n_ids == 0) {
+			sd_bus_error e = SD_BUS_ERROR_NULL;
+			sd_bus_error_setf(&e, ERR("SpawnFailed"), "No child of %s started: %s", j->tag,
+					  j->error);
+			sd_bus_reply_method_error(j->m, &e);
+			sd_bus_error_free(&e);
+		} else {
+			j->ids[j->n_ids] = NULL;
+			sd_bus_message *reply = NULL;
+			if (sd_bus_message_new_method_return(j->m, &reply) >= 0 &&
+			    sd_bus_message_append_strv(reply, j->ids) >= 0)
+				sd_bus_send(NULL, reply, NULL);
+			sd_bus_message_unref(reply);
+		}
+		sd_bus_message_unref(j->m);
+	}
+	for (unsigned i = 0; i < j->n_ids; i++)
+		free(j->ids[i]);
+	free(j->ids);
+	safe_close(j->image_fd);
+	free(j);
+}
+
+/* Called by sandbox.c when a child's create answered (ok: route set, restore under way). */
+void
+fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error)
+{
+	if (ok)
+		j->ids[j->n_ids++] = strdup(id);
+	else if (error)
+		snprintf(j->error, sizeof j->error, "%s", error);
+	if (--j->pending == 0)
+		fork_job_finish(j);
+}
+
+static void
+fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct fork_job *j = ud;
+	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_OPEN_IMAGE || n_fds != 1) {
+		ipc_close_fds(fds, n_fds);
+		snprintf(j->error, sizeof j->error, "%s",
+			 resp && resp->message ? resp->message : strerror(-r));
+		fork_job_finish(j);
+		return;
+	}
+	j->image_fd = fds[0];
+	struct template *t = template_find(sup, resp->open_image->image->template_name);
+	if (!t) {
+		snprintf(j->error, sizeof j->error, "the tag's template %s is gone",
+			 resp->open_image->image->template_name);
+		fork_job_finish(j);
+		return;
+	}
+	j->pending = j->count;
+	for (unsigned i = 0; i < j->count; i++) {
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		if (sandbox_create_from_image(sup, t, j->image_fd, j->tag, j, &e) < 0)
+			fork_job_child_done(j, NULL, false, e.message);
+		sd_bus_error_free(&e);
+	}
+}
+
+static int
+fork_start(sd_bus_message *m, const char *tag, unsigned count)
+{
+	struct fork_job *j = calloc(1, sizeof *j);
+	j->m = m ? sd_bus_message_ref(m) : NULL;
+	snprintf(j->tag, sizeof j->tag, "%s", tag);
+	j->count = count;
+	j->ids = calloc(count + 1, sizeof *j->ids);
+	j->image_fd = -1;
+	Warren__V1__OpenImageRequest q = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
+	q.tag = (char *)tag;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
+	req.open_image = &q;
+	int r = helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, fork_open_done, j);
+	if (r < 0) {
+		j->m = sd_bus_message_unref(j->m);
+		fork_job_finish(j);
+	}
+	return r;
+}
+
+int
+method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	const char *tag;
+	uint32_t count;
+	int r = sd_bus_message_read(m, "su", &tag, &count);
+	if (r < 0)
+		return r;
+	if (!template_name_valid(tag))
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Bad tag name '%s'", tag);
+	if (count < 1 || count > 200)
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
+	r = fork_start(m, tag, count);
+	if (r < 0)
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));
+	return 1;
+}
+
+/* ---- snapshot of a running sandbox ---- */
+
+struct snap {
+	char id[SANDBOX_ID_LEN + 1];
+	char tag[33];
+	char temp[128];
+	sd_bus_message *m;
+	unsigned fork_count; /* BranchSandbox: children to fork once the image is sealed */
+	uint64_t t0;
+	uint64_t size;
+};
+
+static void
+snap_reply_error(struct snap *sn, const char *name, const char *msg)
+{
+	if (sn->m) {
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		sd_bus_error_setf(&e, name, "Snapshot %s: %s", sn->tag, msg);
+		sd_bus_reply_method_error(sn->m, &e);
+		sd_bus_error_free(&e);
+		sn->m = sd_bus_message_unref(sn->m);
+	}
+}
+
+static void
+snap_free(struct snap *sn)
+{
+	sd_bus_message_unref(sn->m);
+	free(sn);
+}
+
+static void
+parent_restore_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct snap *sn = ud;
+	struct sandbox *sb = sandbox_find(sup, sn->id);
+	if (!sb) {
+		ipc_close_fds(fds, n_fds);
+		snap_free(sn);
+		return;
+	}
+	if (r < 0 || n_fds != 1) {
+		ipc_close_fds(fds, n_fds);
+		sandbox_restore_failed(sb, resp && resp->message ? resp->message : strerror(-r));
+		snap_free(sn);
+		return;
+	}
+	sandbox_restore(sb, fds[0], sn->tag, sn->t0);
+	close(fds[0]);
+	snap_free(sn);
+}
+
+static void
+old_runtime_gone(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct snap *sn = ud;
+	ipc_close_fds(fds, n_fds);
+	Warren__V1__OpenImageRequest q = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
+	q.tag = sn->tag;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
+	req.open_image = &q;
+	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, parent_restore_open_done, sn) < 0)
+		parent_restore_open_done(NULL, -ENOTCONN, NULL, 0, sn);
+}
+
+static void
+commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct snap *sn = ud;
+	ipc_close_fds(fds, n_fds);
+	struct sandbox *sb = sandbox_find(sup, sn->id);
+	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_COMMIT_IMAGE) {
+		sn->size = resp->commit_image->image->size;
+		log_info("Sandbox %s: image %s sealed (%llu KiB) %llu ms after the pause began",
+			 sn->id, sn->tag, (unsigned long long)(sn->size >> 10),
+			 (unsigned long long)((now_usec() - sn->t0) / 1000));
+		if (sn->fork_count)
+			fork_start(TAKE_PTR(sn->m), sn->tag, sn->fork_count);
+		else if (sn->m) {
+			sd_bus_reply_method_return(sn->m, "st", sn->tag, sn->size);
+			sn->m = sd_bus_message_unref(sn->m);
+		}
+	} else
+		snap_reply_error(sn, ERR("SnapshotFailed"),
+				 resp && resp->message ? resp->message : strerror(-r));
+	if (!sb) {
+		snap_free(sn);
+		return;
+	}
+	/* The parent goes on: its old runtime is cleaned up, then it is restored in its slot
+	 * from the image just written. */
+	Warren__V1__DestroySandboxRequest q = WARREN__V1__DESTROY_SANDBOX_REQUEST__INIT;
+	q.id = sb->id;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX;
+	req.destroy_sandbox = &q;
+	if (r < 0) {
+		sandbox_restore_failed(sb, "its image could not be sealed");
+		snap_free(sn);
+		return;
+	}
+	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 60000, old_runtime_gone, sn) < 0)
+		old_runtime_gone(NULL, -ENOTCONN, NULL, 0, sn);
+}
+
+static void
+checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct snap *sn = ud;
+	ipc_close_fds(fds, n_fds);
+	struct sandbox *sb = sandbox_find(sup, sn->id);
+	if (r < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "checkpoint failed: %s",
+			 resp && resp->message ? resp->message : strerror(-r));
+		Warren__V1__AbortImageRequest q = WARREN__V1__ABORT_IMAGE_REQUEST__INIT;
+		q.temp_name = sn->temp;
+		IpcRequest req = WARREN__V1__REQUEST__INIT;
+		req.body_case = WARREN__V1__REQUEST__BODY_ABORT_IMAGE;
+		req.abort_image = &q;
+		helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, ipc_ignore_reply, NULL);
+		snap_reply_error(sn, ERR("SnapshotFailed"), msg);
+		/* a failed checkpoint kills the container in this runsc */
+		if (sb)
+			sandbox_restore_failed(sb, msg);
+		snap_free(sn);
+		return;
+	}
+	Warren__V1__CommitImageRequest q = WARREN__V1__COMMIT_IMAGE_REQUEST__INIT;
+	q.temp_name = sn->temp;
+	q.tag = sn->tag;
+	q.parent = sn->id;
+	q.template_name = sb ? sb->template_name : "";
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
+	req.commit_image = &q;
+	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 120000, commit_done, sn) < 0)
+		commit_done(NULL, -ENOTCONN, NULL, 0, sn);
+}
+
+static void
+prepare_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct snap *sn = ud;
+	struct sandbox *sb = sandbox_find(sup, sn->id);
+	if (r < 0 || !resp || n_fds != 1 || !sb) {
+		ipc_close_fds(fds, n_fds);
+		snap_reply_error(sn, r == -EEXIST ? ERR("TagExists") : ERR("SnapshotFailed"),
+				 resp && resp->message ? resp->message : strerror(-r));
+		if (sb)
+			sandbox_snapshot_aborted(sb);
+		snap_free(sn);
+		return;
+	}
+	snprintf(sn->temp, sizeof sn->temp, "%s", resp->prepare_image->temp_name);
+	Warren__V1__CheckpointSandboxRequest q = WARREN__V1__CHECKPOINT_SANDBOX_REQUEST__INIT;
+	q.id = sb->id;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX;
+	req.checkpoint_sandbox = &q;
+	sn->t0 = now_usec();
+	r = helper_call(HELPER_NETNSD, &req, fds, 1, 120000, checkpoint_done, sn);
+	close(fds[0]);
+	if (r < 0)
+		checkpoint_done(NULL, r, NULL, 0, sn);
+}
+
+static int
+snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned fork_count,
+	       sd_bus_error *err)
+{
+	if (!template_name_valid(tag))
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "Tag '%s' must be 1-32 of [a-z0-9_-]", tag);
+	if (sb->state != SANDBOX_RUNNING)
+		return sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s, not running",
+					 sb->id, sandbox_state_to_string(sb->state));
+	if (sb->nsfd < 0)
+		return sd_bus_error_setf(err, ERR("BadState"),
+					 "Sandbox %s was re-adopted after a restart; Warren no longer "
+					 "holds its namespace and cannot restore it after a checkpoint",
+					 sb->id);
+	struct snap *sn = calloc(1, sizeof *sn);
+	snprintf(sn->id, sizeof sn->id, "%s", sb->id);
+	snprintf(sn->tag, sizeof sn->tag, "%s", tag);
+	sn->m = sd_bus_message_ref(m);
+	sn->fork_count = fork_count;
+	sandbox_snapshot_begin(sb);
+	Warren__V1__PrepareImageRequest q = WARREN__V1__PREPARE_IMAGE_REQUEST__INIT;
+	q.tag = (char *)tag;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_PREPARE_IMAGE;
+	req.prepare_image = &q;
+	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, prepare_done, sn) < 0) {
+		sandbox_snapshot_aborted(sb);
+		snap_free(sn);
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
+	}
+	return 1;
+}
+
+int
+method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	const char *tag;
+	int r = sd_bus_message_read(m, "s", &tag);
+	if (r < 0)
+		return r;
+	return snapshot_start(ud, m, tag, 0, err);
+}
+
+int
+method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	const char *id, *tag;
+	uint32_t count;
+	int r = sd_bus_message_read(m, "ssu", &id, &tag, &count);
+	if (r < 0)
+		return r;
+	struct sandbox *sb = sandbox_find(sup, id);
+	if (!sb)
+		return sd_bus_error_setf(err, ERR("NoSuchSandbox"), "No sandbox %s", id);
+	if (count < 1 || count > 200)
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
+	return snapshot_start(sb, m, tag, count, err);
+}
+
+/* ---- tags ---- */
+
+static void
+list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	sd_bus_message *m = ud;
+	ipc_close_fds(fds, n_fds);
+	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_LIST_IMAGES) {
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		sd_bus_error_setf(&e, ERR("HelperUnavailable"), "snapshotd: %s",
+				  resp && resp->message ? resp->message : strerror(-r));
+		sd_bus_reply_method_error(m, &e);
+		sd_bus_error_free(&e);
+	} else {
+		sd_bus_message *reply = NULL;
+		sd_bus_message_new_method_return(m, &reply);
+		sd_bus_message_open_container(reply, 'a', "(sstbts)");
+		for (size_t i = 0; i < resp->list_images->n_images; i++) {
+			const Warren__V1__ImageInfo *im = resp->list_images->images[i];
+			sd_bus_message_append(reply, "(sstbts)", im->name, im->template_name, im->size,
+					      im->compressed, im->created_usec, im->parent);
+		}
+		sd_bus_message_close_container(reply);
+		sd_bus_send(NULL, reply, NULL);
+		sd_bus_message_unref(reply);
+	}
+	sd_bus_message_unref(m);
+}
+
+int
+method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	Warren__V1__ListImagesRequest q = WARREN__V1__LIST_IMAGES_REQUEST__INIT;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_LIST_IMAGES;
+	req.list_images = &q;
+	sd_bus_message_ref(m);
+	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, list_tags_done, m) < 0) {
+		sd_bus_message_unref(m);
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
+	}
+	return 1;
+}
+
+static void
+remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	sd_bus_message *m = ud;
+	ipc_close_fds(fds, n_fds);
+	if (r < 0) {
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		sd_bus_error_setf(&e, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"), "%s",
+				  resp && resp->message ? resp->message : strerror(-r));
+		sd_bus_reply_method_error(m, &e);
+		sd_bus_error_free(&e);
+	} else
+		sd_bus_reply_method_return(m, "");
+	sd_bus_message_unref(m);
+}
+
+int
+method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	const char *tag;
+	int r = sd_bus_message_read(m, "s", &tag);
+	if (r < 0)
+		return r;
+	if (!template_name_valid(tag))
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Bad tag name '%s'", tag);
+	for (struct sandbox *sb = sup->sandboxes; sb; sb = sb->next)
+		if (sb->spawning && !strcmp(sb->restoring_tag, tag))
+			return sd_bus_error_setf(err, ERR("TagBusy"),
+						 "Sandbox %s is being restored from %s; try again "
+						 "once it runs",
+						 sb->id, tag);
+	Warren__V1__RemoveImageRequest q = WARREN__V1__REMOVE_IMAGE_REQUEST__INIT;
+	q.tag = (char *)tag;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMAGE;
+	req.remove_image = &q;
+	sd_bus_message_ref(m);
+	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, remove_tag_done, m) < 0) {
+		sd_bus_message_unref(m);
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
+	}
+	return 1;
+}
