@@ -439,6 +439,10 @@ proxy_route_changed(struct gateway *g, struct route *r)
 				try_upstream(c);
 		} else if (r->state == -1) {
 			c->route_id[0] = 0; /* its route is gone */
+		} else if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FROZEN && c->state == S_HEAD) {
+			/* An idle keep-alive connection would make a checkpoint fail (and runsc then
+			 * kills the sandbox): close it, with RST so no TIME_WAIT stays inside. */
+			close_upstream(c);
 		}
 	}
 }

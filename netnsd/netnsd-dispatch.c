@@ -289,6 +289,11 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 				      q->rootfs, n->templates_dir);
 	if (restore && (fstat(call->fds[1], &st) < 0 || !S_ISDIR(st.st_mode)))
 		return ipc_call_error(call, -EINVAL, "the image fd is not a directory");
+	/* A restore takes the address the namespace has when it starts; a slot that ran gVisor
+	 * before (the parent of a snapshot) lost it. */
+	int rr = restore ? pool_slot_refresh(n->pool, q->slot) : 0;
+	if (rr < 0)
+		return ipc_call_error(call, rr, "slot %u: cannot set its address again", q->slot);
 	/* The spawner gets canonical values and netnsd's own fd for the slot. */
 	Warren__V1__SpawnSandboxRequest fwd = *q;
 	fwd.rootfs = real;

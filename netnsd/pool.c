@@ -226,6 +226,14 @@ pool_release(struct pool *p, unsigned index)
 	return 0;
 }
 
+int
+pool_slot_refresh(struct pool *p, unsigned index)
+{
+	if (index >= p->built || !p->slots[index].claimed)
+		return -ENOENT;
+	return in_slot(p, &p->slots[index], slot_configure_inside);
+}
+
 struct slot *
 pool_slot(struct pool *p, unsigned index)
 {

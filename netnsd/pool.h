@@ -32,6 +32,9 @@ void pool_free(struct pool *p);
  * nftables rules let out. */
 int pool_claim(struct pool *p, bool allow_outbound, struct slot **out);
 int pool_release(struct pool *p, unsigned index);
+/* Set the slot's address and route again (gVisor took them when a previous runtime started):
+ * before a checkpointed sandbox is restored into its own slot. */
+int pool_slot_refresh(struct pool *p, unsigned index);
 struct slot *pool_slot(struct pool *p, unsigned index);
 unsigned pool_size(struct pool *p);
 unsigned pool_free_count(struct pool *p);

@@ -29,15 +29,15 @@ expect() { # expect DESCRIPTION CMD...: the command must succeed
 	"$@" || fail "$what"
 	log "ok: $what"
 }
-# wait_for SECONDS CMD...: poll (every 0.1 s, bounded) until CMD succeeds
+# wait_for SECONDS CMD...: poll every 0.1 s until CMD succeeds or SECONDS have passed
 wait_for() {
-	local n=$(($1 * 10))
+	local end=$(($(date +%s) + $1))
 	shift
-	for _ in $(seq "$n"); do
+	while :; do
 		"$@" >/dev/null 2>&1 && return 0
+		[ "$(date +%s)" -ge "$end" ] && return 1
 		sleep 0.1
 	done
-	return 1
 }
 
 start_bus() {
