@@ -254,6 +254,7 @@ def bench(quick):
         thaw.append((now() - t0) * 1000)
     warren_destroy(sid)
     rows.append(row("frozen web: request -> 200 (thaw on demand)", thaw, warm, "same request, not frozen"))
+    rows += bench_snapshot(quick)
     rows += bench_reclaim(quick)
     sh(f"ip netns del {BENCH_NS}; ip link del wbh0", check=False)
     shutil.rmtree("/run/warren-bench", ignore_errors=True)
@@ -323,6 +324,62 @@ def bench_reclaim(quick):
     return rows
 
 
+def bench_snapshot(quick):
+    """Seed rows G5/G6/B1 on gVisor: fork of a tag (all children answering) against plain
+    runsc restores of the same image, and the pause of a snapshotted (branched) parent."""
+    rounds = 1 if quick else 5
+    fork_w, fork_b, pause, one_w, one_b = [], [], [], [], []
+    _, parent = warren_create("web")
+    for rnd in range(rounds):
+        tag = f"bench{rnd}{int(time.time()) % 100000}"
+        t0 = now()
+        sh(["warrenctl", "snapshot", parent, tag])
+        wait_http(f"http://127.0.0.1:8300/s/{parent}/", interval=0.002)
+        pause.append((now() - t0) * 1000)
+        for count, dest, base in ((5, fork_w, fork_b), (1, one_w, one_b)):
+            t0 = now()
+            ids = sh(["warrenctl", "fork", tag, str(count)]).stdout.split()
+            with cf.ThreadPoolExecutor(count) as ex:
+                list(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", interval=0.005), ids))
+            dest.append((now() - t0) * 1000)
+            for i in ids:
+                warren_destroy(i)
+            # plain runsc: the same image restored into namespaces made beforehand
+            for i in range(count):
+                sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
+                sh(f"ip netns add wbp{i} && ip link add wbp{i}h type veth peer name eth0 netns wbp{i} && "
+                   f"ip addr add 10.250.{i}.1/30 dev wbp{i}h && ip link set wbp{i}h up && "
+                   f"ip -n wbp{i} addr add 10.250.{i}.2/30 dev eth0 && ip -n wbp{i} link set eth0 up && "
+                   f"ip -n wbp{i} route add default via 10.250.{i}.1")
+
+            def one(i):
+                cid = f"benchrs{rnd}{count}{i:03d}"
+                b = bundle("web", cid)
+                with open(f"{b}/config.json") as f:
+                    spec = json.load(f)
+                spec["linux"]["namespaces"][-1]["path"] = f"/run/netns/wbp{i}"
+                with open(f"{b}/config.json", "w") as f:
+                    json.dump(spec, f)
+                cmd = runsc_cmd("restore", f"--image-path=/var/lib/warren/images/{tag}", "--bundle", b,
+                                "--detach", cid).replace(f"netns/{BENCH_NS}", f"netns/wbp{i}")
+                sh(cmd)
+                if not wait_http(f"http://10.250.{i}.2:8080/", interval=0.005):
+                    raise RuntimeError("plain runsc restore did not answer")
+                return cid
+            t0 = now()
+            with cf.ThreadPoolExecutor(count) as ex:
+                cids = list(ex.map(one, range(count)))
+            base.append((now() - t0) * 1000)
+            for i, cid in enumerate(cids):
+                sh(f"nsenter --net=/run/netns/wbp{i} runsc --root={RUNSC_ROOT} delete --force {cid}", check=False)
+                sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
+        sh(["warrenctl", "rmtag", tag])
+    warren_destroy(parent)
+    return [row("fork of a web tag: 1 child answering", one_w, one_b, "plain `runsc restore` of the image"),
+            row("fork of a web tag: 5 children answering", fork_w, fork_b, "5 plain `runsc restore` at once"),
+            row("branch/snapshot: parent pause (checkpoint -> answers again)", pause)]
+
+
 def machine():
     cpu = "?"
     for line in open("/proc/cpuinfo"):
@@ -353,10 +410,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--from-json")
-    ap.add_argument("--only-reclaim", action="store_true", help="run only the reclaim rows (printed)")
+    ap.add_argument("--only-reclaim", action="store_true", help="run only the reclaim rows")
+    ap.add_argument("--only-snapshot", action="store_true", help="run only the snapshot rows")
     a = ap.parse_args()
-    if a.only_reclaim:
-        rows = bench_reclaim(a.quick)
+    if a.only_reclaim or a.only_snapshot:
+        if a.only_snapshot:
+            os.makedirs(RUNSC_ROOT, exist_ok=True)
+        rows = bench_reclaim(a.quick) if a.only_reclaim else bench_snapshot(a.quick)
         if a.quick:
             return
         # replace the reclaim rows of the last full run and re-render
