@@ -109,7 +109,31 @@ def netns_fresh_veth():
        f"&& ip -n {BENCH_NS} link set lo up && ip -n {BENCH_NS} route add default via 10.250.250.1")
 
 
-def bundle(template, cid):
+def plain_ns(i):
+    """namespace wbp<i> with its veth, /30 and route, made with ip (not timed)"""
+    sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
+    sh(f"ip netns add wbp{i} && ip link add wbp{i}h type veth peer name eth0 netns wbp{i} && "
+       f"ip addr add 10.250.{i}.1/30 dev wbp{i}h && ip link set wbp{i}h up && "
+       f"ip -n wbp{i} addr add 10.250.{i}.2/30 dev eth0 && ip -n wbp{i} link set eth0 up && "
+       f"ip -n wbp{i} route add default via 10.250.{i}.1")
+
+
+def plain_start(i, cid, *runsc_args):
+    """plain runsc (run or restore ...) of the web bundle in namespace wbp<i>, until it answers"""
+    b = bundle("web", cid, netns=f"wbp{i}")
+    sh(runsc_cmd(*runsc_args, "--bundle", b, "--detach", cid).replace(f"netns/{BENCH_NS}", f"netns/wbp{i}"))
+    if not wait_http(f"http://10.250.{i}.2:8080/", interval=0.005):
+        raise RuntimeError(f"plain runsc {runsc_args[0]} did not answer")
+    return cid
+
+
+def plain_cleanup(cids):
+    for i, cid in enumerate(cids):
+        sh(f"nsenter --net=/run/netns/wbp{i} runsc --root={RUNSC_ROOT} delete --force {cid}", check=False)
+        sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
+
+
+def bundle(template, cid, netns=BENCH_NS):
     d = f"/run/warren-bench/bundles/{cid}"
     os.makedirs(d, exist_ok=True)
     argv = {"web": ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/www"],
@@ -123,7 +147,7 @@ def bundle(template, cid):
                        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"}],
             "linux": {"namespaces": [{"type": "pid"}, {"type": "ipc"}, {"type": "uts"},
                                      {"type": "mount"},
-                                     {"type": "network", "path": f"/run/netns/{BENCH_NS}"}]}}
+                                     {"type": "network", "path": f"/run/netns/{netns}"}]}}
     with open(f"{d}/config.json", "w") as f:
         json.dump(spec, f)
     return d
@@ -209,31 +233,12 @@ def bench(quick):
             list(ex.map(lambda s: warren_destroy(s), ids))
         # plain runsc: 20 sandboxes in 20 namespaces made beforehand, started at once
         for i in range(20):
-            sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
-            sh(f"ip netns add wbp{i} && ip link add wbp{i}h type veth peer name eth0 netns wbp{i} && "
-               f"ip addr add 10.250.{i}.1/30 dev wbp{i}h && ip link set wbp{i}h up && "
-               f"ip -n wbp{i} addr add 10.250.{i}.2/30 dev eth0 && ip -n wbp{i} link set eth0 up && "
-               f"ip -n wbp{i} route add default via 10.250.{i}.1")
-
-        def one(i):
-            cid = f"benchpar{rnd}{i:03d}"
-            b = bundle("web", cid)
-            with open(f"{b}/config.json") as f:
-                spec = json.load(f)
-            spec["linux"]["namespaces"][-1]["path"] = f"/run/netns/wbp{i}"
-            with open(f"{b}/config.json", "w") as f:
-                json.dump(spec, f)
-            sh(runsc_cmd("run", "--bundle", b, "--detach", cid).replace(f"netns/{BENCH_NS}", f"netns/wbp{i}"))
-            if not wait_http(f"http://10.250.{i}.2:8080/"):
-                raise RuntimeError("parallel plain runsc")
-            return cid
+            plain_ns(i)
         t0 = now()
         with cf.ThreadPoolExecutor(20) as ex:
-            cids = list(ex.map(one, range(20)))
+            cids = list(ex.map(lambda i: plain_start(i, f"benchpar{rnd}{i:03d}", "run"), range(20)))
         par_b.append((now() - t0) * 1000)
-        for i, cid in enumerate(cids):
-            sh(f"nsenter --net=/run/netns/wbp{i} runsc --root={RUNSC_ROOT} delete --force {cid}", check=False)
-            sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
+        plain_cleanup(cids)
     rows.append(row("20 web creates at once, all answering", par_w, par_b, "20 plain `runsc run` at once"))
     print("claim", file=sys.stderr)
     out = sh([os.path.join(ROOT, "build", "bench-claim"), "/run/warren/netnsd.sock", str(n_claim)]).stdout
@@ -346,33 +351,14 @@ def bench_snapshot(quick):
                 warren_destroy(i)
             # plain runsc: the same image restored into namespaces made beforehand
             for i in range(count):
-                sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
-                sh(f"ip netns add wbp{i} && ip link add wbp{i}h type veth peer name eth0 netns wbp{i} && "
-                   f"ip addr add 10.250.{i}.1/30 dev wbp{i}h && ip link set wbp{i}h up && "
-                   f"ip -n wbp{i} addr add 10.250.{i}.2/30 dev eth0 && ip -n wbp{i} link set eth0 up && "
-                   f"ip -n wbp{i} route add default via 10.250.{i}.1")
-
-            def one(i):
-                cid = f"benchrs{rnd}{count}{i:03d}"
-                b = bundle("web", cid)
-                with open(f"{b}/config.json") as f:
-                    spec = json.load(f)
-                spec["linux"]["namespaces"][-1]["path"] = f"/run/netns/wbp{i}"
-                with open(f"{b}/config.json", "w") as f:
-                    json.dump(spec, f)
-                cmd = runsc_cmd("restore", f"--image-path=/var/lib/warren/images/{tag}", "--bundle", b,
-                                "--detach", cid).replace(f"netns/{BENCH_NS}", f"netns/wbp{i}")
-                sh(cmd)
-                if not wait_http(f"http://10.250.{i}.2:8080/", interval=0.005):
-                    raise RuntimeError("plain runsc restore did not answer")
-                return cid
+                plain_ns(i)
+            image = f"--image-path=/var/lib/warren/images/{tag}"
             t0 = now()
             with cf.ThreadPoolExecutor(count) as ex:
-                cids = list(ex.map(one, range(count)))
+                cids = list(ex.map(lambda i: plain_start(i, f"benchrs{rnd}{count}{i:03d}", "restore",
+                                                         image), range(count)))
             base.append((now() - t0) * 1000)
-            for i, cid in enumerate(cids):
-                sh(f"nsenter --net=/run/netns/wbp{i} runsc --root={RUNSC_ROOT} delete --force {cid}", check=False)
-                sh(f"ip netns del wbp{i}; ip link del wbp{i}h", check=False)
+            plain_cleanup(cids)
         sh(["warrenctl", "rmtag", tag])
     warren_destroy(parent)
     return [row("fork of a web tag: 1 child answering", one_w, one_b, "plain `runsc restore` of the image"),
