@@ -207,10 +207,12 @@ image_read(struct snapshotd *s, const char *tag, bool verify, Warren__V1__ImageI
 	return r;
 }
 
+/* Strings are either strdup'd or protobuf-c's / our static "" (never freed). */
 void
 image_info_free(Warren__V1__ImageInfo *info)
 {
-	free(info->name);
+	if (info->name && info->name[0])
+		free(info->name);
 	if (info->parent && info->parent[0])
 		free(info->parent);
 	if (info->template_name && info->template_name[0])

@@ -58,6 +58,8 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 					 "Template %s has no root filesystem at %s (build it with "
 					 "warren-template-build %s)",
 					 t->name, t->rootfs, t->name);
+	if (t->warm)
+		return warm_create(s, m, t, pool_timeout, start_timeout, wait);
 	return sandbox_create(s, m, t, pool_timeout, start_timeout, wait, err);
 }
 
@@ -138,9 +140,13 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 			t->allow_outbound = b;
 		} else if (!strcmp(key, "idle_ms"))
 			r = sd_bus_message_read(m, "v", "u", &t->idle_ms);
-		else
+		else if (!strcmp(key, "warm")) {
+			r = sd_bus_message_read(m, "v", "b", &b);
+			t->warm = b;
+		} else
 			r = sd_bus_error_setf(err, ERR("InvalidArgument"),
-					      "Unknown option '%s' (known: allow_outbound, idle_ms)",
+					      "Unknown option '%s' (known: allow_outbound, idle_ms, "
+					      "warm)",
 					      key);
 		if (r < 0)
 			break;

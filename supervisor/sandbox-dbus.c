@@ -113,6 +113,8 @@ property_get_string(sd_bus *bus, const char *path, const char *iface, const char
 		return sd_bus_message_append(reply, "s", sb->reason);
 	if (!strcmp(prop, "Address"))
 		return sd_bus_message_append(reply, "s", sb->address);
+	if (!strcmp(prop, "Image"))
+		return sd_bus_message_append(reply, "s", sb->restoring_tag);
 	if (!strcmp(prop, "URL")) {
 		_cleanup_free_ char *url = sandbox_url(sb);
 		return sd_bus_message_append(reply, "s", url ? url : "");
@@ -165,6 +167,7 @@ static const sd_bus_vtable sandbox_vtable[] = {
 			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("URL", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_PROPERTY("Address", "s", property_get_string, 0, 0),
+	SD_BUS_PROPERTY("Image", "s", property_get_string, 0, 0),
 	SD_BUS_PROPERTY("CreatedUSec", "t", NULL, offsetof(struct sandbox, created_usec),
 			SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_PROPERTY("MemoryCurrent", "t", property_get_memory, 0, 0),

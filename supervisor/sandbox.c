@@ -296,6 +296,10 @@ sandbox_release(struct sandbox *sb, bool forget)
 static void
 sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
 {
+	if (sb->warmer) {
+		sb->warmer = false;
+		warm_done(sb->template_name, false);
+	}
 	fail_create(sb, ERR("SpawnFailed"), "Sandbox failed: %s", reason);
 	sandbox_set_state(sb, st, reason);
 	route_push(sb, NULL, NULL);
@@ -470,7 +474,7 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 static int
 create_common(struct supervisor *s, sd_bus_message *m, struct template *t, uint32_t pool_timeout_ms,
 	      uint32_t start_timeout_ms, bool wait, int image_fd, const char *tag,
-	      struct fork_job *job, sd_bus_error *err)
+	      struct fork_job *job, struct sandbox **out, sd_bus_error *err)
 {
 	if (!helper(HELPER_NETNSD))
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
@@ -503,6 +507,8 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, uint3
 		sandbox_forget(sb);
 		return sd_bus_error_set_errnof(err, -r, "netnsd: %s", strerror(-r));
 	}
+	if (out)
+		*out = sb;
 	return 1; /* answered later */
 }
 
@@ -510,14 +516,35 @@ int
 sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
 	       uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err)
 {
-	return create_common(s, m, t, pool_timeout_ms, start_timeout_ms, wait, -1, NULL, NULL, err);
+	return create_common(s, m, t, pool_timeout_ms, start_timeout_ms, wait, -1, NULL, NULL, NULL,
+			     err);
+}
+
+int
+sandbox_create_restoring(struct supervisor *s, sd_bus_message *m, struct template *t,
+			 uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, int image_fd,
+			 const char *tag, sd_bus_error *err)
+{
+	return create_common(s, m, t, pool_timeout_ms, start_timeout_ms, wait, image_fd, tag, NULL,
+			     NULL, err);
+}
+
+struct sandbox *
+sandbox_create_internal(struct supervisor *s, struct template *t)
+{
+	struct sandbox *sb = NULL;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	if (create_common(s, NULL, t, 0, 0, false, -1, NULL, NULL, &sb, &e) < 0)
+		log_warning("Cannot start a sandbox of %s: %s", t->name, e.message);
+	sd_bus_error_free(&e);
+	return sb;
 }
 
 int
 sandbox_create_from_image(struct supervisor *s, struct template *t, int image_fd, const char *tag,
 			  struct fork_job *job, sd_bus_error *err)
 {
-	return create_common(s, NULL, t, 0, 0, false, image_fd, tag, job, err);
+	return create_common(s, NULL, t, 0, 0, false, image_fd, tag, job, NULL, err);
 }
 
 /* ---- snapshot support: the parent pauses, is checkpointed, then restored in place ---- */
@@ -580,6 +607,8 @@ sandbox_on_event(const IpcResponse *ev)
 			evtimer_del(sb->start_timer);
 		sandbox_set_state(sb, SANDBOX_RUNNING, NULL);
 		reply_create(sb);
+		if (sb->warmer)
+			warm_sandbox_ready(sb);
 		return;
 	case WARREN__V1__RESPONSE__BODY_SANDBOX_EXITED: {
 		sb = sandbox_find(sup, ev->sandbox_exited->id);

@@ -139,6 +139,7 @@ struct snap {
 	char temp[128];
 	sd_bus_message *m;
 	unsigned fork_count; /* BranchSandbox: children to fork once the image is sealed */
+	bool discard_parent; /* a warm template's image: the parent is not restored */
 	uint64_t t0;
 	uint64_t size;
 };
@@ -217,6 +218,15 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	} else
 		snap_reply_error(sn, ERR("SnapshotFailed"),
 				 resp && resp->message ? resp->message : strerror(-r));
+	if (sn->discard_parent) {
+		if (sb) {
+			sb->warmer = false;
+			warm_done(sb->template_name, r == 0);
+			sandbox_destroy(sb);
+		}
+		snap_free(sn);
+		return;
+	}
 	if (!sb) {
 		snap_free(sn);
 		return;
@@ -299,9 +309,9 @@ prepare_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		checkpoint_done(NULL, r, NULL, 0, sn);
 }
 
-static int
+int
 snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned fork_count,
-	       sd_bus_error *err)
+	       bool discard_parent, sd_bus_error *err)
 {
 	if (!template_name_valid(tag))
 		return sd_bus_error_setf(err, ERR("InvalidArgument"),
@@ -319,6 +329,7 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	snprintf(sn->tag, sizeof sn->tag, "%s", tag);
 	sn->m = sd_bus_message_ref(m);
 	sn->fork_count = fork_count;
+	sn->discard_parent = discard_parent;
 	sandbox_snapshot_begin(sb);
 	Warren__V1__PrepareImageRequest q = WARREN__V1__PREPARE_IMAGE_REQUEST__INIT;
 	q.tag = (char *)tag;
@@ -340,7 +351,7 @@ method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
 	int r = sd_bus_message_read(m, "s", &tag);
 	if (r < 0)
 		return r;
-	return snapshot_start(ud, m, tag, 0, err);
+	return snapshot_start(ud, m, tag, 0, false, err);
 }
 
 int
@@ -356,7 +367,7 @@ method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return sd_bus_error_setf(err, ERR("NoSuchSandbox"), "No sandbox %s", id);
 	if (count < 1 || count > 200)
 		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
-	return snapshot_start(sb, m, tag, count, err);
+	return snapshot_start(sb, m, tag, count, false, err);
 }
 
 /* ---- tags ---- */

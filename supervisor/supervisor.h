@@ -26,6 +26,8 @@ struct template {
 	bool allow_outbound;
 	uint32_t idle_ms; /* 0: the supervisor's default */
 	bool builtin;
+	bool warm;    /* creates restore an image of the started app (tag warm-<name>) */
+	bool warming; /* a cold sandbox is being started to take that image */
 	struct template *next;
 };
 
@@ -69,6 +71,7 @@ struct sandbox {
 	char restoring_tag[33];
 	struct fork_job *fork_job; /* a child of ForkTag: report to the job, not to D-Bus */
 	uint64_t t_pause_us;       /* snapshot: when the parent stopped answering */
+	bool warmer;               /* started only to take its template's warm image */
 	uint64_t last_pause_us;
 	bool reply_when_running;
 	struct event *start_timer;
@@ -120,6 +123,19 @@ int sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
 		   uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err);
 int sandbox_create_from_image(struct supervisor *s, struct template *t, int image_fd,
 			      const char *tag, struct fork_job *job, sd_bus_error *err);
+/* A create that restores image_fd (tag) and answers m like CreateSandbox. */
+int sandbox_create_restoring(struct supervisor *s, sd_bus_message *m, struct template *t,
+			     uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait,
+			     int image_fd, const char *tag, sd_bus_error *err);
+/* A cold create nobody waits for; returns the sandbox (NULL on error). */
+struct sandbox *sandbox_create_internal(struct supervisor *s, struct template *t);
+/* warm.c */
+int warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, uint32_t pool_timeout_ms,
+		uint32_t start_timeout_ms, bool wait);
+void warm_sandbox_ready(struct sandbox *sb);
+void warm_done(const char *template_name, bool ok);
+int snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned fork_count,
+		   bool discard_parent, sd_bus_error *err);
 int sandbox_destroy(struct sandbox *sb);
 void sandbox_snapshot_begin(struct sandbox *sb);
 void sandbox_snapshot_aborted(struct sandbox *sb);

@@ -54,8 +54,9 @@ template_save(struct supervisor *s, struct template *t)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	fprintf(f, "rootfs=%s\nport=%u\nmemory=%llu\nallow_outbound=%d\nidle_ms=%u\n", t->rootfs,
-		t->port, (unsigned long long)t->memory_limit, t->allow_outbound, t->idle_ms);
+	fprintf(f, "rootfs=%s\nport=%u\nmemory=%llu\nallow_outbound=%d\nidle_ms=%u\nwarm=%d\n",
+		t->rootfs, t->port, (unsigned long long)t->memory_limit, t->allow_outbound, t->idle_ms,
+		t->warm);
 	for (size_t i = 0; i < t->argc; i++)
 		fprintf(f, "arg=%s\n", t->argv[i]);
 	fclose(f);
@@ -84,6 +85,8 @@ template_kv(const char *k, const char *v, void *ud)
 		t->allow_outbound = atoi(v) != 0;
 	else if (!strcmp(k, "idle_ms"))
 		t->idle_ms = (uint32_t)strtoul(v, NULL, 10);
+	else if (!strcmp(k, "warm"))
+		t->warm = atoi(v) != 0;
 	else if (!strcmp(k, "arg")) {
 		t->argv = realloc(t->argv, (t->argc + 2) * sizeof *t->argv);
 		t->argv[t->argc++] = strdup(v);

@@ -38,6 +38,9 @@ truncate -s -1 "$T/images/t2/$f"
 out=$(warrenctl fork t2 1 2>&1 || true)
 expect "a truncated image is refused ($out)" grep -qi "corrupt or truncated" <<<"$out"
 expect "nothing was started from it" test "$(warrenctl list | grep -c running)" = 4
+out=$(warrenctl fork nope 1 2>&1 || true)
+expect "an unknown tag is refused by name ($out)" grep -q "no image nope" <<<"$out"
+expect "snapshotd is still up" helpers_up
 warrenctl rmtag t2
 expect "RemoveTag removes it" test ! -e "$T/images/t2"
 # BranchSandbox: snapshot + fork while the parent goes on

@@ -1,0 +1,116 @@
+/* Warm templates (supervisor): a template marked warm is cold-started once, waited on until
+ * its app answers, checkpointed into the tag warm-<name> (never compressed) and thrown away;
+ * from then on every create of the template restores that image. Until the image exists,
+ * creates start cold. Removing the tag (RemoveTag) makes the next create warm it again. */
+#include "log.h"
+#include "macro.h"
+#include "supervisor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct warm_create_ctx {
+	sd_bus_message *m;
+	char template_name[33];
+	uint32_t pool_timeout_ms, start_timeout_ms;
+	bool wait;
+};
+
+static void
+warm_tag(const char *template_name, char *tag, size_t size)
+{
+	snprintf(tag, size, "warm-%s", template_name);
+}
+
+static void
+warm_build(struct template *t)
+{
+	char tag[64];
+	warm_tag(t->name, tag, sizeof tag);
+	if (t->warming || !template_name_valid(tag))
+		return;
+	struct sandbox *sb = sandbox_create_internal(sup, t);
+	if (!sb)
+		return;
+	t->warming = true;
+	sb->warmer = true;
+	log_info("Template %s: warming (sandbox %s will be checkpointed into %s)", t->name, sb->id,
+		 tag);
+}
+
+void
+warm_sandbox_ready(struct sandbox *sb)
+{
+	char tag[64];
+	warm_tag(sb->template_name, tag, sizeof tag);
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	if (snapshot_start(sb, NULL, tag, 0, true, &e) < 0) {
+		log_warning("Template %s: cannot take its warm image: %s", sb->template_name,
+			    e.message);
+		sb->warmer = false;
+		warm_done(sb->template_name, false);
+		sandbox_destroy(sb);
+	}
+	sd_bus_error_free(&e);
+}
+
+void
+warm_done(const char *template_name, bool ok)
+{
+	struct template *t = template_find(sup, template_name);
+	if (!t)
+		return;
+	t->warming = false;
+	log_info("Template %s: warm image %s", t->name, ok ? "ready" : "failed; creates stay cold");
+}
+
+static void
+warm_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct warm_create_ctx *c = ud;
+	struct template *t = template_find(sup, c->template_name);
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	int k;
+	if (!t)
+		k = sd_bus_error_setf(&e, ERR("NoSuchTemplate"), "Template %s was removed",
+				      c->template_name);
+	else if (r == 0 && n_fds == 1) {
+		char tag[64];
+		warm_tag(t->name, tag, sizeof tag);
+		k = sandbox_create_restoring(sup, c->m, t, c->pool_timeout_ms, c->start_timeout_ms,
+					     c->wait, fds[0], tag, &e);
+	} else {
+		/* no (valid) warm image yet: this create starts cold, and one is taken */
+		k = sandbox_create(sup, c->m, t, c->pool_timeout_ms, c->start_timeout_ms, c->wait,
+				   &e);
+		warm_build(t);
+	}
+	if (k < 0)
+		sd_bus_reply_method_error(c->m, &e);
+	sd_bus_error_free(&e);
+	ipc_close_fds(fds, n_fds);
+	sd_bus_message_unref(c->m);
+	free(c);
+}
+
+int
+warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, uint32_t pool_timeout_ms,
+	    uint32_t start_timeout_ms, bool wait)
+{
+	struct warm_create_ctx *c = calloc(1, sizeof *c);
+	c->m = sd_bus_message_ref(m);
+	snprintf(c->template_name, sizeof c->template_name, "%s", t->name);
+	c->pool_timeout_ms = pool_timeout_ms;
+	c->start_timeout_ms = start_timeout_ms;
+	c->wait = wait;
+	char tag[64];
+	warm_tag(t->name, tag, sizeof tag);
+	Warren__V1__OpenImageRequest q = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
+	q.tag = tag;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
+	req.open_image = &q;
+	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 30000, warm_open_done, c) < 0)
+		warm_open_done(NULL, -ENOTCONN, NULL, 0, c);
+	return 1;
+}
