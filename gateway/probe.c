@@ -45,7 +45,10 @@ probe_result(evutil_socket_t fd, short what, void *arg)
 	close_rst(r->probe_fd);
 	r->probe_fd = -1;
 	if (!(what & EV_WRITE)) {
-		if (r->probe_timeout_ms < 1000)
+		/* SYNs are lost while gVisor takes the interface over (a restore takes longer than
+		 * a cold start): keep retrying fast while the sandbox is young, back off later. */
+		bool young = now_usec() - r->probe_started_us < PROBE_FAST_FOR_US;
+		if (r->probe_timeout_ms < (young ? 80u : 1000u))
 			r->probe_timeout_ms *= 2;
 		err = ETIMEDOUT;
 	}

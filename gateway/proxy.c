@@ -415,7 +415,7 @@ try_upstream(struct conn *c)
 	bufferevent_enable(c->up, EV_READ);
 	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
 		/* a lost SYN during start-up would cost 1 s: retry a fresh connect instead */
-		struct timeval tv = {0, 200000};
+		struct timeval tv = {0, 100000};
 		bufferevent_set_timeouts(c->up, NULL, &tv);
 	}
 	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&r->sa, sizeof r->sa) < 0) {
@@ -430,7 +430,13 @@ proxy_route_changed(struct gateway *g, struct route *r)
 	for (struct conn *c = g->conns; c; c = c->next) {
 		if (strcmp(c->route_id, r->id))
 			continue;
-		if (c->state == S_HOLD) {
+		if (c->state == S_CONNECT && r->state == WARREN__V1__ROUTE_STATE__ROUTE_RUNNING) {
+			/* the probe got through while this connect may be waiting on a SYN lost
+			 * during start-up: connect again now */
+			close_upstream(c);
+			c->state = S_HOLD;
+			try_upstream(c);
+		} else if (c->state == S_HOLD) {
 			evtimer_del(c->retry);
 			if (r->state == -1) {
 				c->route_id[0] = 0;
