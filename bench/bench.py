@@ -400,8 +400,8 @@ def machine():
 
 
 def render(res):
-    lines = [f"Machine: {res['machine']}. Run: {res['date']}. p50/p90 over n runs; the baseline ran "
-             "in the same run, interleaved.", "",
+    lines = [f"Machine: {res['machine']}. Run: {res['date']}. p50/p90 over n runs; each row's baseline ran "
+             "in the same invocation, interleaved (`--only-reclaim`/`--only-snapshot` re-run their rows alone).", "",
              "| Row | n | Warren p50 | p90 | Baseline (same run) | p50 | p90 | Warren/baseline | Target |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
