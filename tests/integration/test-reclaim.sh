@@ -4,12 +4,15 @@
 # a running sandbox's memory is never touched (refused).
 source "$(dirname "$0")/lib.sh"
 ZS=/sys/module/zswap/parameters
+# swap files cannot live on tmpfs, which /tmp may be: the swap goes under /var/lib/warren
+RD=/var/lib/warren/test-reclaim.$$
 before_swaps=$(tail -n +2 /proc/swaps | awk '{print $1}' | sort | tr '\n' ' ')
 before_zswap="$(cat $ZS/enabled) $(cat $ZS/compressor) $(cat $ZS/max_pool_percent)"
 restore() {
 	set +e
 	busctl --system call org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager UndoReclaim >/dev/null 2>&1
-	swapoff "$T/reclaim/swapfile" 2>/dev/null
+	swapoff "$RD/swapfile" 2>/dev/null
+	rm -rf "$RD"
 	read -r e c p <<<"$before_zswap"
 	echo "$e" >$ZS/enabled; echo "$c" >$ZS/compressor; echo "$p" >$ZS/max_pool_percent
 }
@@ -17,17 +20,17 @@ trap 'rc=$?; restore; cleanup $rc' EXIT
 start_bus
 start_netnsd
 daemon snapshotd "$LIBEXEC/warren-snapshotd" --socket "$T/snapshotd.sock" --peer-users warren \
-	--store "$T/images" --reclaim-dir "$T/reclaim" --cgroup-parent "$CGROUP_PARENT"
+	--store "$T/images" --reclaim-dir "$RD" --cgroup-parent "$CGROUP_PARENT"
 wait_for 10 test -S "$T/snapshotd.sock"
 start_gateway
 start_supervisor
 out=$(mgr SetupReclaim tbsu $((256 << 20)) true "" 25)
 log "SetupReclaim: $out"
-expect "swap file active" grep -q "$T/reclaim/swapfile" /proc/swaps
+expect "swap file active" grep -q "$RD/swapfile" /proc/swaps
 expect "zswap enabled" test "$(cat $ZS/enabled)" = Y
 expect "max_pool_percent set" test "$(cat $ZS/max_pool_percent)" = 25
 out2=$(mgr SetupReclaim tbsu $((256 << 20)) true "" 25)
-expect "set-up again is a no-op" test "$(grep -c "$T/reclaim/swapfile" /proc/swaps)" = 1
+expect "set-up again is a no-op" test "$(grep -c "$RD/swapfile" /proc/swaps)" = 1
 expect "SwapBytes property" test "$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager SwapBytes | cut -d" " -f2)" -gt $((250 << 20))
 expect "warrenctl status shows zswap" sh -c "warrenctl status | grep -q 'zswap on'"
 
@@ -46,6 +49,6 @@ log "touch after thaw: $out"
 expect "heap intact after thaw (sum of page markers)" grep -q '"sum": 2088960' <<<"$out"
 expect "running again" test "$(sbprop "$id" State)" = running
 out=$(mgr UndoReclaim)
-expect "undo removes the swap file" sh -c "! grep -q $T/reclaim/swapfile /proc/swaps && ! test -e $T/reclaim/swapfile"
+expect "undo removes the swap file" sh -c "! grep -q $RD/swapfile /proc/swaps && ! test -e $RD/swapfile"
 expect "undo restores zswap settings" test "$(cat $ZS/enabled) $(cat $ZS/compressor) $(cat $ZS/max_pool_percent)" = "$before_zswap"
 expect "the machine's swaps are as before" test "$(tail -n +2 /proc/swaps | awk '{print $1}' | sort | tr '\n' ' ')" = "$before_swaps"
