@@ -324,6 +324,53 @@ cmd_exec(const char *id, char **argv)
 	return status;
 }
 
+/* Long calls: send asynchronously and show Manager.Progress signals until the answer comes. */
+static int
+on_progress(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	const char *op, *tag, *phase;
+	uint32_t done, total;
+	if (json || sd_bus_message_read(m, "sssuu", &op, &tag, &phase, &done, &total) < 0)
+		return 0;
+	int width = 30, fill = total ? (int)(width * done / total) : 0;
+	fprintf(stderr, "\r%s %s [%.*s%*s] %u/%u %-20s", op, tag, fill,
+		"##############################", width - fill, "", done, total, phase);
+	return 0;
+}
+
+static int
+on_reply(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	*(sd_bus_message **)ud = sd_bus_message_ref(m);
+	return 0;
+}
+
+static int
+call_with_progress(sd_bus_message *m, sd_bus_error *e, sd_bus_message **reply)
+{
+	sd_bus_match_signal(bus, NULL, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Progress", on_progress,
+			    NULL);
+	sd_bus_message *got = NULL;
+	int r = sd_bus_call_async(bus, NULL, m, on_reply, &got, 300 * 1000000ull);
+	while (r >= 0 && !got) {
+		r = sd_bus_process(bus, NULL);
+		if (r == 0)
+			r = sd_bus_wait(bus, UINT64_MAX);
+	}
+	if (!json)
+		fprintf(stderr, "\n");
+	if (r < 0)
+		return r;
+	if (sd_bus_message_is_method_error(got, NULL)) {
+		sd_bus_error_copy(e, sd_bus_message_get_error(got));
+		r = -sd_bus_error_get_errno(e);
+		sd_bus_message_unref(got);
+		return r < 0 ? r : -EIO;
+	}
+	*reply = got;
+	return 0;
+}
+
 static int
 print_ids(sd_bus_message *reply)
 {
@@ -459,10 +506,12 @@ main(int argc, char **argv)
 				       NULL, "s", arg);
 		return r < 0 ? fail(r, &e, "RemoveTag") : 0;
 	}
+	sd_bus_message *m = NULL;
 	if (!strcmp(cmd, "snapshot") && arg2) {
 		char *path = sandbox_path(arg);
-		r = sd_bus_call_method(bus, BUS_NAME, path, SANDBOX_IFACE, "Snapshot", &e, &reply, "s",
-				       arg2);
+		sd_bus_message_new_method_call(bus, &m, BUS_NAME, path, SANDBOX_IFACE, "Snapshot");
+		sd_bus_message_append(m, "s", arg2);
+		r = call_with_progress(m, &e, &reply);
 		free(path);
 		if (r < 0)
 			return fail(r, &e, "Snapshot");
@@ -474,13 +523,16 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "fork") && arg2) {
-		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ForkTag", &e, &reply,
-				       "su", arg, (uint32_t)atoi(arg2));
+		sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ForkTag");
+		sd_bus_message_append(m, "su", arg, (uint32_t)atoi(arg2));
+		r = call_with_progress(m, &e, &reply);
 		return r < 0 ? fail(r, &e, "ForkTag") : print_ids(reply);
 	}
 	if (!strcmp(cmd, "branch") && arg3) {
-		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "BranchSandbox", &e,
-				       &reply, "ssu", arg, arg2, (uint32_t)atoi(arg3));
+		sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
+					       "BranchSandbox");
+		sd_bus_message_append(m, "ssu", arg, arg2, (uint32_t)atoi(arg3));
+		r = call_with_progress(m, &e, &reply);
 		return r < 0 ? fail(r, &e, "BranchSandbox") : print_ids(reply);
 	}
 	if (!strcmp(cmd, "thaw"))

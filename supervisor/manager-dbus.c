@@ -307,6 +307,8 @@ static const sd_bus_vtable manager_vtable[] = {
 				 SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("RemoveTag", "s", SD_BUS_PARAM(tag), "", , method_remove_tag,
 				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_SIGNAL_WITH_NAMES("Progress", "sssuu", SD_BUS_PARAM(operation) SD_BUS_PARAM(tag)
+				 SD_BUS_PARAM(phase) SD_BUS_PARAM(done) SD_BUS_PARAM(total), 0),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxNew", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxRemoved", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_VTABLE_END};

@@ -12,6 +12,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Long operations report progress as Manager.Progress(operation, tag, phase, done, total)
+ * signals, which warrenctl shows while it waits. */
+static void
+progress(const char *operation, const char *tag, const char *phase, unsigned done, unsigned total)
+{
+	sd_bus_emit_signal(sup->bus, MANAGER_PATH, MANAGER_IFACE, "Progress", "sssuu", operation, tag,
+			   phase, done, total);
+}
+
 /* ---- fork jobs: count children from one image ---- */
 
 struct fork_job {
@@ -59,6 +68,7 @@ fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *err
 		j->ids[j->n_ids++] = strdup(id);
 	else if (error)
 		snprintf(j->error, sizeof j->error, "%s", error);
+	progress("fork", j->tag, "children routed", j->count - j->pending + 1, j->count);
 	if (--j->pending == 0)
 		fork_job_finish(j);
 }
@@ -83,6 +93,7 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		return;
 	}
 	j->pending = j->count;
+	progress("fork", j->tag, "image verified", 0, j->count);
 	for (unsigned i = 0; i < j->count; i++) {
 		sd_bus_error e = SD_BUS_ERROR_NULL;
 		if (sandbox_create_from_image(sup, t, j->image_fd, j->tag, j, &e) < 0)
@@ -206,6 +217,7 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	struct sandbox *sb = sandbox_find(sup, sn->id);
 	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_COMMIT_IMAGE) {
 		sn->size = resp->commit_image->image->size;
+		progress("snapshot", sn->tag, "sealed", 3, 3);
 		log_info("Sandbox %s: image %s sealed (%llu KiB) %llu ms after the pause began",
 			 sn->id, sn->tag, (unsigned long long)(sn->size >> 10),
 			 (unsigned long long)((now_usec() - sn->t0) / 1000));
@@ -270,6 +282,7 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 		snap_free(sn);
 		return;
 	}
+	progress("snapshot", sn->tag, "checkpointed", 2, 3);
 	Warren__V1__CommitImageRequest q = WARREN__V1__COMMIT_IMAGE_REQUEST__INIT;
 	q.temp_name = sn->temp;
 	q.tag = sn->tag;
@@ -303,6 +316,7 @@ prepare_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	req.body_case = WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX;
 	req.checkpoint_sandbox = &q;
 	sn->t0 = now_usec();
+	progress("snapshot", sn->tag, "checkpointing", 1, 3);
 	r = helper_call(HELPER_NETNSD, &req, fds, 1, 120000, checkpoint_done, sn);
 	close(fds[0]);
 	if (r < 0)
