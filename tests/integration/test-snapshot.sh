@@ -21,8 +21,15 @@ expect "ListTags shows t1 from $id ($tags)" grep -q "\"t1\" \"app\" .* \"$id\"" 
 out=$(call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Snapshot s t1 2>&1 || true)
 expect "an existing tag is refused before the checkpoint ($out)" grep -qi "exists" <<<"$out"
 expect "and the parent still runs" test "$(sbprop "$id" State)" = running
-ids=$(warrenctl fork t1 3)
+busctl --system monitor --match "type='signal',interface='org.warren.Warren1.Manager',member='Progress'" >"$T/progress" 2>&1 &
+mon=$!
+sleep 0.3
+ids=$(warrenctl fork t1 3 2>"$T/bar")
 log "children: $(echo $ids)"
+sleep 0.3
+kill $mon
+expect "fork reported progress signals" grep -q '"children routed"' "$T/progress"
+expect "warrenctl drew a progress bar" grep -q "3/3 children routed" "$T/bar"
 expect "three children" test "$(echo "$ids" | wc -l)" = 3
 for c in $ids; do
 	expect "child $c answers under its own id" wait_for 30 sh -c "curl -fsS --max-time 5 $(sb_url "$c") | grep -q heap_mib"
