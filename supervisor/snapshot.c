@@ -21,6 +21,18 @@ progress(const char *operation, const char *tag, const char *phase, unsigned don
 			   phase, done, total);
 }
 
+/* Ask snapshotd to verify and open a tag's image; cb gets its directory fd. */
+int
+image_open_call(const char *tag, unsigned timeout_ms, ipc_reply_fn cb, void *ud)
+{
+	Warren__V1__OpenImageRequest q = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
+	q.tag = (char *)tag;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
+	req.open_image = &q;
+	return helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, timeout_ms, cb, ud);
+}
+
 /* ---- fork jobs: count children from one image ---- */
 
 struct fork_job {
@@ -111,12 +123,7 @@ fork_start(sd_bus_message *m, const char *tag, unsigned count)
 	j->count = count;
 	j->ids = calloc(count + 1, sizeof *j->ids);
 	j->image_fd = -1;
-	Warren__V1__OpenImageRequest q = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
-	q.tag = (char *)tag;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
-	req.open_image = &q;
-	int r = helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, fork_open_done, j);
+	int r = image_open_call(tag, 60000, fork_open_done, j);
 	if (r < 0) {
 		j->m = sd_bus_message_unref(j->m);
 		fork_job_finish(j);
@@ -200,12 +207,7 @@ old_runtime_gone(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *u
 {
 	struct snap *sn = ud;
 	ipc_close_fds(fds, n_fds);
-	Warren__V1__OpenImageRequest q = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
-	q.tag = sn->tag;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
-	req.open_image = &q;
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, parent_restore_open_done, sn) < 0)
+	if (image_open_call(sn->tag, 60000, parent_restore_open_done, sn) < 0)
 		parent_restore_open_done(NULL, -ENOTCONN, NULL, 0, sn);
 }
 

@@ -143,6 +143,7 @@ void sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t
 void sandbox_restore_failed(struct sandbox *sb, const char *why);
 void ipc_ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud);
 /* snapshot.c */
+int image_open_call(const char *tag, unsigned timeout_ms, ipc_reply_fn cb, void *ud);
 void fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error);
 int method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
 int method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err);

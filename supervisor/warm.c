@@ -105,12 +105,7 @@ warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, uint32_
 	c->wait = wait;
 	char tag[64];
 	warm_tag(t->name, tag, sizeof tag);
-	Warren__V1__OpenImageRequest q = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
-	q.tag = tag;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
-	req.open_image = &q;
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 30000, warm_open_done, c) < 0)
+	if (image_open_call(tag, 30000, warm_open_done, c) < 0)
 		warm_open_done(NULL, -ENOTCONN, NULL, 0, c);
 	return 1;
 }
