@@ -177,12 +177,6 @@ ipc_client_connected(struct ipc_client *c)
 	return c && c->fd >= 0;
 }
 
-const char *
-ipc_client_name(struct ipc_client *c)
-{
-	return c->name;
-}
-
 int
 ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_fds,
 		unsigned timeout_ms, ipc_reply_fn cb, void *ud)

@@ -21,7 +21,6 @@ int ipc_client_connect(struct ipc_client *c, const char *path, uid_t expected_ui
 /* Use an already-connected socket (a socketpair to a child). */
 int ipc_client_attach_fd(struct ipc_client *c, int fd);
 bool ipc_client_connected(struct ipc_client *c);
-const char *ipc_client_name(struct ipc_client *c);
 /* Send req (id, version, n_fds filled in here); cb runs exactly once. */
 int ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_fds,
 		    unsigned timeout_ms, ipc_reply_fn cb, void *ud);
