@@ -258,7 +258,7 @@ cmd_templates(void)
 }
 
 static int
-cmd_create(const char *tmpl, bool wait)
+cmd_create(const char *tmpl, bool wait, const char *backend)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL, *reply = NULL;
@@ -268,6 +268,8 @@ cmd_create(const char *tmpl, bool wait)
 	sd_bus_message_open_container(m, 'a', "{sv}");
 	if (wait)
 		sd_bus_message_append(m, "{sv}", "wait", "b", 1);
+	if (backend)
+		sd_bus_message_append(m, "{sv}", "backend", "s", backend);
 	sd_bus_message_close_container(m);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -426,7 +428,8 @@ usage(void)
 	       "  status                  helpers, pool, backends\n"
 	       "  list                    sandboxes\n"
 	       "  templates               templates\n"
-	       "  create TEMPLATE [--wait]  create a sandbox; prints its id and URL\n"
+	       "  create TEMPLATE [--wait] [--backend=gvisor|microvm]\n"
+	       "                          create a sandbox; prints its id and URL\n"
 	       "  destroy ID\n"
 	       "  exec ID -- CMD [ARG...]  run a command inside; exits with its status\n"
 	       "  freeze ID | thaw ID\n"
@@ -461,12 +464,15 @@ main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = argv[optind++];
+	const char *backend = NULL;
 	/* options may also follow the command */
 	for (int i = optind; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) 
 			break;
 		if (!strcmp(argv[i], "--wait"))
 			wait = true;
+		if (!strncmp(argv[i], "--backend=", 10))
+			backend = argv[i] + 10;
 		if (!strcmp(argv[i], "--json"))
 			json = true;
 		if (!strcmp(argv[i], "--no-zswap"))
@@ -492,7 +498,7 @@ main(int argc, char **argv)
 		return cmd_reclaim(arg, optind + 1 < argc && argv[optind + 1][0] != '-' ? argv[optind + 1] : NULL,
 				   zswap);
 	if (!strcmp(cmd, "create"))
-		return cmd_create(arg, wait);
+		return cmd_create(arg, wait, backend);
 	if (!strcmp(cmd, "destroy"))
 		return cmd_simple(arg, "Destroy");
 	if (!strcmp(cmd, "freeze"))

@@ -43,6 +43,7 @@ handle_set_route(struct ipc_call *call, void *ud)
 	snprintf(r->reason, sizeof r->reason, "%s", q->reason);
 	r->start_timeout_ms = q->start_timeout_ms;
 	r->idle_ms = q->idle_ms;
+	r->probe_http = q->probe_http;
 	route_mark_active(r);
 	route_changed(g, r);
 	IpcResponse resp = WARREN__V1__RESPONSE__INIT;

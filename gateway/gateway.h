@@ -20,6 +20,7 @@ struct route {
 	struct event *probe_ev, *probe_timer;
 	int probe_fd;
 	unsigned probe_timeout_ms;
+	bool probe_http;
 	uint64_t probe_started_us;
 	struct route *next;
 };

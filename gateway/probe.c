@@ -1,12 +1,15 @@
 /* Readiness probes (gateway): a starting sandbox is probed with a TCP connect every 50 ms; the
  * first accepted connection is closed with RST (no TIME_WAIT is left inside the sandbox, which
- * would make a later runsc checkpoint fail) and the supervisor gets RouteReady. */
+ * would make a later runsc checkpoint fail) and the supervisor gets RouteReady. A microVM's port
+ * is its VMM's forwarder, which accepts before the guest listens: there the probe sends a HEAD
+ * request and waits for an HTTP answer (probe_http). */
 #include "gateway.h"
 #include "clock.h"
 #include "log.h"
 #include "macro.h"
 
 #include <event2/event.h>
+#include <string.h>
 #include <sys/socket.h>
 
 /* Probe often while a sandbox is young (a refused connect costs microseconds), then every 50 ms. */
@@ -33,6 +36,9 @@ close_rst(int fd)
 
 static struct gateway *probe_gateway;
 
+static void probe_ready(struct route *r);
+static void probe_http_send(struct route *r);
+
 static void
 probe_result(evutil_socket_t fd, short what, void *arg)
 {
@@ -42,6 +48,11 @@ probe_result(evutil_socket_t fd, short what, void *arg)
 	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
 	event_free(r->probe_ev);
 	r->probe_ev = NULL;
+	if (err == 0 && (what & EV_WRITE) && r->probe_http &&
+	    r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
+		probe_http_send(r); /* keeps the connection */
+		return;
+	}
 	close_rst(r->probe_fd);
 	r->probe_fd = -1;
 	if (!(what & EV_WRITE)) {
@@ -53,15 +64,58 @@ probe_result(evutil_socket_t fd, short what, void *arg)
 		err = ETIMEDOUT;
 	}
 	if (err == 0 && r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
-		r->state = WARREN__V1__ROUTE_STATE__ROUTE_RUNNING;
-		route_mark_active(r);
-		log_info("Sandbox %s answers", r->id);
-		gateway_emit(probe_gateway, WARREN__V1__RESPONSE__BODY_ROUTE_READY, r->id);
-		route_changed(probe_gateway, r);
+		probe_ready(r);
 		return;
 	}
 	struct timeval tv = probe_interval(r);
 	evtimer_add(r->probe_timer, &tv);
+}
+
+static void
+probe_ready(struct route *r)
+{
+	r->state = WARREN__V1__ROUTE_STATE__ROUTE_RUNNING;
+	route_mark_active(r);
+	log_info("Sandbox %s answers", r->id);
+	gateway_emit(probe_gateway, WARREN__V1__RESPONSE__BODY_ROUTE_READY, r->id);
+	route_changed(probe_gateway, r);
+}
+
+static void
+probe_http_result(evutil_socket_t fd, short what, void *arg)
+{
+	struct route *r = arg;
+	char buf[16];
+	ssize_t k = (what & EV_READ) ? recv(fd, buf, sizeof buf, 0) : -1;
+	event_free(r->probe_ev);
+	r->probe_ev = NULL;
+	close_rst(r->probe_fd);
+	r->probe_fd = -1;
+	if (k >= 5 && !memcmp(buf, "HTTP/", 5) &&
+	    r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
+		probe_ready(r);
+		return;
+	}
+	struct timeval tv = probe_interval(r);
+	evtimer_add(r->probe_timer, &tv);
+}
+
+/* The connection is up; is an app behind it? (The forwarder closes it if none listens.) */
+static void
+probe_http_send(struct route *r)
+{
+	static const char req[] = "HEAD / HTTP/1.0\r\nUser-Agent: warren-probe\r\n\r\n";
+	if (send(r->probe_fd, req, sizeof req - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof req - 1)) {
+		close_rst(r->probe_fd);
+		r->probe_fd = -1;
+		struct timeval tv = probe_interval(r);
+		evtimer_add(r->probe_timer, &tv);
+		return;
+	}
+	r->probe_ev = event_new(event_get_base(r->probe_timer), r->probe_fd, EV_READ,
+				probe_http_result, r);
+	struct timeval tv = {1, 0}; /* a guest under TCG answers slowly */
+	event_add(r->probe_ev, &tv);
 }
 
 static void

@@ -1,5 +1,5 @@
 /* warren-netnsd: the privileged namespace-pool daemon. Builds network namespace slots ahead of
- * time, hands them to the supervisor as fds, starts runsc in them through its spawner, and
+ * time, hands them to the supervisor as fds, starts runsc or a microVM in them through its spawner, and
  * freezes sandboxes' cgroups. Order: spawner fork -> socket -> nftables -> pool -> lock-down. */
 #include "cgroup.h"
 #include "fileio.h"
@@ -27,7 +27,12 @@ usage(void)
 	       "  --templates-dir DIR  template root filesystems must be inside (default "
 	       "/var/lib/warren/templates)\n"
 	       "  --runtime-dir DIR    runsc state and bundles (default /run/warren/netnsd)\n"
-	       "  --cgroup-parent P    sandbox cgroups go under P (default /warren)\n" DAEMON_COMMON_HELP);
+	       "  --cgroup-parent P    sandbox cgroups go under P (default /warren)\n"
+	       "  --qemu PATH          microVM backend's VMM (default /usr/bin/qemu-system-x86_64)\n"
+	       "  --vm-kernel PATH     guest kernel (default /var/lib/warren/vm/vmlinuz)\n"
+	       "  --vm-user USER       the VMM drops to this user (default warren-vm)\n"
+	       "  --vm-ram-dir DIR     running VMs' RAM files, on tmpfs (default /dev/shm/warren-vm)\n"
+	       "  --vm-console         guest serial console to <bundle>/console.log\n" DAEMON_COMMON_HELP);
 }
 
 static void
@@ -47,6 +52,10 @@ main(int argc, char **argv)
 	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
 	n.runsc = "/usr/bin/runsc";
 	n.cgroup_parent = "/warren";
+	n.vm = (struct microvm_config){.qemu = "/usr/bin/qemu-system-x86_64",
+				       .kernel = "/var/lib/warren/vm/vmlinuz",
+				       .ram_dir = "/dev/shm/warren-vm",
+				       .vm_user = "warren-vm"};
 	static const struct option opts[] = {
 		{"pool-size", required_argument, NULL, 'p'},
 		{"subnet", required_argument, NULL, 's'},
@@ -56,6 +65,11 @@ main(int argc, char **argv)
 		{"templates-dir", required_argument, NULL, 't'},
 		{"runtime-dir", required_argument, NULL, 'd'},
 		{"cgroup-parent", required_argument, NULL, 'c'},
+		{"qemu", required_argument, NULL, 'Q'},
+		{"vm-kernel", required_argument, NULL, 'K'},
+		{"vm-user", required_argument, NULL, 'U'},
+		{"vm-ram-dir", required_argument, NULL, 'R'},
+		{"vm-console", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		DAEMON_COMMON_OPTIONS,
 		{}};
@@ -91,6 +105,21 @@ main(int argc, char **argv)
 		case 'c':
 			n.cgroup_parent = optarg;
 			break;
+		case 'Q':
+			n.vm.qemu = optarg;
+			break;
+		case 'K':
+			n.vm.kernel = optarg;
+			break;
+		case 'U':
+			n.vm.vm_user = optarg;
+			break;
+		case 'R':
+			n.vm.ram_dir = optarg;
+			break;
+		case 'C':
+			n.vm.console = true;
+			break;
 		case 'h':
 			usage();
 			return 0;
@@ -124,7 +153,8 @@ main(int argc, char **argv)
 	sc = (struct spawner_config){.runsc = n.runsc,
 				     .runtime_dir = runtime,
 				     .cgroup_parent = n.cgroup_parent,
-				     .isolation = &iso};
+				     .isolation = &iso,
+				     .vm = &n.vm};
 	int spawner_fd = -1;
 	if (!n.dc.seccomp_probe) {
 		spawner_fd = spawner_start(&sc, &spawner_pid);

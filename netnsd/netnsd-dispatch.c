@@ -55,11 +55,12 @@ handle_status(struct ipc_call *call, void *ud)
 	ipc_status_init(&st, "netnsd", ipc_server_ready(n->server));
 	st.pool_size = pool_size(n->pool);
 	st.pool_free = pool_free_count(n->pool);
-	char *backends[] = {"gvisor"};
-	if (access(n->runsc, X_OK) == 0) {
-		st.backends = backends;
-		st.n_backends = 1;
-	}
+	char *backends[2];
+	st.backends = backends;
+	if (access(n->runsc, X_OK) == 0)
+		backends[st.n_backends++] = "gvisor";
+	if (microvm_available(&n->vm))
+		backends[st.n_backends++] = "microvm";
 	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next)
 		st.sandboxes++;
 	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
@@ -205,8 +206,11 @@ forward_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 						 : resp->restore_sandbox->pid;
 		} else if (start)
 			sandbox_remove(n, f->id);
-		if (f->kind == WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX && resp->error == 0) {
-			/* checkpoint stops the container: its runtime is gone until a restore */
+		if (f->kind == WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX && resp->error == 0 &&
+		    !(resp->body_case == WARREN__V1__RESPONSE__BODY_CHECKPOINT_SANDBOX &&
+		      resp->checkpoint_sandbox->still_running)) {
+			/* runsc checkpoint stops the container: its runtime is gone until a restore
+			 * (a microVM resumes in place) */
 			struct netnsd_sandbox *s = sandbox_find(n, f->id);
 			if (s)
 				s->exited = true;
@@ -262,8 +266,13 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 		return ipc_call_error(call, -EINVAL, "bad sandbox id");
 	if (sandbox_find(n, q->id))
 		return ipc_call_error(call, -EEXIST, "sandbox %s exists", q->id);
-	if (strcmp(q->backend, "gvisor") && q->backend[0])
+	bool vm = !strcmp(q->backend, "microvm");
+	if (strcmp(q->backend, "gvisor") && q->backend[0] && !vm)
 		return ipc_call_error(call, -EOPNOTSUPP, "backend %s is not served", q->backend);
+	if (vm && !microvm_available(&n->vm))
+		return ipc_call_error(call, -EOPNOTSUPP,
+				      "the microVM backend needs %s and a guest kernel at %s",
+				      n->vm.qemu, n->vm.kernel);
 	struct slot *s = pool_slot(n->pool, q->slot);
 	if (!s || !s->claimed)
 		return ipc_call_error(call, -EINVAL, "slot %u is not claimed", q->slot);
@@ -287,11 +296,23 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 	    stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
 		return ipc_call_error(call, -EACCES, "rootfs %s is not a directory inside %s",
 				      q->rootfs, n->templates_dir);
+	if (vm) {
+		/* the guest boots the template's initramfs, next to its rootfs */
+		char initrd[PATH_MAX + 32];
+		snprintf(initrd, sizeof initrd, "%s/../vm-initramfs.cpio", real);
+		char ireal[PATH_MAX];
+		if (!realpath(initrd, ireal) || !path_is_inside(ireal, n->templates_dir) ||
+		    stat(ireal, &st) < 0 || !S_ISREG(st.st_mode))
+			return ipc_call_error(call, -ENOENT,
+					      "no microVM image for %s (build it with "
+					      "warren-vm-image)",
+					      q->rootfs);
+	}
 	if (restore && (fstat(call->fds[1], &st) < 0 || !S_ISDIR(st.st_mode)))
 		return ipc_call_error(call, -EINVAL, "the image fd is not a directory");
 	/* A restore takes the address the namespace has when it starts; a slot that ran gVisor
 	 * before (the parent of a snapshot) lost it. */
-	int rr = restore ? pool_slot_refresh(n->pool, q->slot) : 0;
+	int rr = restore && !vm ? pool_slot_refresh(n->pool, q->slot) : 0;
 	if (rr < 0)
 		return ipc_call_error(call, rr, "slot %u: cannot set its address again", q->slot);
 	/* The spawner gets canonical values and netnsd's own fd for the slot. */

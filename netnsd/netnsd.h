@@ -6,6 +6,7 @@
 #include "ipc-client.h"
 #include "ipc-server.h"
 #include "isolation.h"
+#include "microvm.h"
 #include "names.h"
 #include "pool.h"
 
@@ -25,6 +26,7 @@ struct netnsd {
 	char *templates_dir; /* canonical */
 	const char *cgroup_parent;
 	const char *runsc;
+	struct microvm_config vm;
 	struct netnsd_sandbox *sandboxes;
 	struct claim_waiter *waiters;
 };

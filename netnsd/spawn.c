@@ -4,6 +4,7 @@
  * takes /proc/sys/net/core/rmem_default as proof of the root namespace and refuses to start. */
 #include "spawn.h"
 #include "cgroup.h"
+#include "microvm.h"
 #include "fileio.h"
 #include "ipc-server.h"
 #include "log.h"
@@ -13,6 +14,7 @@
 
 #include <event2/event.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,10 +33,11 @@ struct sb {
 	char bundle[300];
 	char cgroup[300];
 	bool checkpointing; /* its exit is the checkpoint's doing, not news */
+	bool vm;            /* microVM backend: pid is the VMM's */
 	struct sb *next;
 };
 
-enum cmd_kind { CMD_RUN, CMD_DELETE, CMD_EXEC, CMD_CHECKPOINT };
+enum cmd_kind { CMD_RUN, CMD_DELETE, CMD_EXEC, CMD_CHECKPOINT, CMD_VM_RESTORE };
 
 struct cmd {
 	pid_t pid;
@@ -73,6 +76,11 @@ sb_forget(struct sb *sb)
 			break;
 		}
 	rm_rf(sb->bundle);
+	if (sb->vm) {
+		char ram[400];
+		microvm_ram_path(cfg->vm, sb->id, ram, sizeof ram);
+		unlink(ram);
+	}
 	cgroup_remove(sb->cgroup);
 	safe_close(sb->nsfd);
 	free(sb);
@@ -110,7 +118,7 @@ static int
 cmd_start(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, char **argv, int out_fd,
 	  int err_fd)
 {
-	pid_t pid = run_in_slot(sb, argv, out_fd, err_fd, kind == CMD_RUN);
+	pid_t pid = argv ? run_in_slot(sb, argv, out_fd, err_fd, kind == CMD_RUN) : 0;
 	if (pid < 0)
 		return (int)pid;
 	struct cmd *c = calloc(1, sizeof *c);
@@ -124,6 +132,28 @@ cmd_start(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, char **argv,
 	c->next = cmds;
 	cmds = c;
 	return 0;
+}
+
+/* A blocking step of the microVM backend, run in a forked child; its exit status is the
+ * result (see microvm.h). */
+typedef int (*cmd_fn)(struct sb *sb, void *arg, int out_fd, int err_fd);
+
+static int
+cmd_start_fn(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, cmd_fn fn, void *arg,
+	     int out_fd, int err_fd)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		signal(SIGCHLD, SIG_DFL);
+		signal(SIGPIPE, SIG_IGN);
+		_exit(fn(sb, arg, out_fd, err_fd));
+	}
+	int r = cmd_start(kind, sb, call, NULL, out_fd, err_fd);
+	if (r == 0)
+		cmds->pid = pid;
+	return r;
 }
 
 static void
@@ -156,11 +186,21 @@ start_delete(struct sb *sb, struct ipc_call *call, char *error)
 	return r;
 }
 
+/* A microVM has no runtime to delete: its VMM and cgroup are killed at once. */
 static void
-log_tail(const char *bundle, char *buf, size_t size)
+vm_kill(struct sb *sb)
+{
+	if (sb->pid > 0)
+		kill(sb->pid, SIGKILL);
+	cgroup_kill_all(sb->cgroup);
+	sb->pid = 0;
+}
+
+static void
+log_tail(const struct sb *sb, char *buf, size_t size)
 {
 	char path[400];
-	snprintf(path, sizeof path, "%s/runsc.log", bundle);
+	snprintf(path, sizeof path, "%s/%s", sb->bundle, sb->vm ? "vmm.log" : "runsc.log");
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	buf[0] = 0;
 	if (fd < 0)
@@ -198,7 +238,7 @@ cmd_done(struct cmd *c, int status)
 			break;
 		}
 		char tail[400], *msg = NULL;
-		log_tail(sb->bundle, tail, sizeof tail);
+		log_tail(sb, tail, sizeof tail);
 		if (asprintf(&msg, "runsc %s failed (status 0x%x): %s",
 			     c->image_fd >= 0 ? "restore" : "run", status, tail) < 0)
 			msg = NULL;
@@ -221,18 +261,36 @@ cmd_done(struct cmd *c, int status)
 			ipc_call_reply(c->call, &resp, NULL, 0);
 		sb_forget(sb);
 		break;
+	case CMD_VM_RESTORE: {
+		if (ok && sb->pid > 0) {
+			Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
+			sr.pid = sb->pid;
+			resp.body_case = WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX;
+			resp.restore_sandbox = &sr;
+			ipc_call_reply(c->call, &resp, NULL, 0);
+			break;
+		}
+		char tail[400];
+		log_tail(sb, tail, sizeof tail);
+		log_error("Sandbox %s: microVM restore failed: %s", sb->id, tail);
+		ipc_call_error(c->call, -EIO, "microVM restore failed: %s", tail);
+		vm_kill(sb);
+		sb_forget(sb);
+		break;
+	}
 	case CMD_CHECKPOINT:
 		if (ok) {
 			Warren__V1__CheckpointSandboxResponse cr =
 				WARREN__V1__CHECKPOINT_SANDBOX_RESPONSE__INIT;
+			cr.still_running = sb->vm; /* a microVM resumes in place */
 			resp.body_case = WARREN__V1__RESPONSE__BODY_CHECKPOINT_SANDBOX;
 			resp.checkpoint_sandbox = &cr;
 			ipc_call_reply(c->call, &resp, NULL, 0);
 		} else {
 			char tail[400];
-			log_tail(sb->bundle, tail, sizeof tail);
-			ipc_call_error(c->call, -EIO, "runsc checkpoint failed (status 0x%x): %s",
-				       status, tail);
+			log_tail(sb, tail, sizeof tail);
+			ipc_call_error(c->call, -EIO, "%s checkpoint failed (status 0x%x): %s",
+				       sb->vm ? "microVM" : "runsc", status, tail);
 		}
 		break;
 	case CMD_EXEC: {
@@ -285,6 +343,72 @@ on_sigchld(evutil_socket_t sig, short what, void *arg)
 }
 
 static int
+vm_finish_restore(struct sb *sb, void *arg, int out_fd, int err_fd)
+{
+	return microvm_finish_restore(sb->bundle, sb->id) < 0 ? 1 : 0;
+}
+
+/* A microVM: the VMM starts at once; a cold boot is answered now (the gateway's probe sees
+ * when the guest's program answers), a restore once the VM runs again. netnsd checked the
+ * initramfs next to the rootfs. */
+static int
+start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxRequest *q,
+	 int image_fd)
+{
+	sb->vm = true;
+	char initrd[PATH_MAX];
+	snprintf(initrd, sizeof initrd, "%s", q->rootfs);
+	char *slash = strrchr(initrd, '/');
+	if (!slash) {
+		sb_forget(sb);
+		return -EINVAL;
+	}
+	snprintf(slash, sizeof initrd - (size_t)(slash - initrd), "/vm-initramfs.cpio");
+	int r = mkdir_p(sb->bundle, 0700);
+	if (r < 0) {
+		sb_forget(sb);
+		return r;
+	}
+	struct microvm_start ms = {.id = sb->id,
+				   .bundle = sb->bundle,
+				   .cgroup = sb->cgroup,
+				   .initrd = initrd,
+				   .argv = q->argv,
+				   .argc = q->n_argv,
+				   .env = q->env,
+				   .envc = q->n_env,
+				   .port = q->port,
+				   .memory_limit = q->memory_limit,
+				   .nsfd = sb->nsfd,
+				   .image_fd = image_fd};
+	pid_t pid = microvm_launch(cfg->vm, &ms);
+	if (pid < 0) {
+		sb_forget(sb);
+		return (int)pid;
+	}
+	sb->pid = pid;
+	if (image_fd < 0) {
+		Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
+		sr.pid = pid;
+		IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+		resp.body_case = WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX;
+		resp.spawn_sandbox = &sr;
+		return ipc_call_reply(call, &resp, NULL, 0);
+	}
+	struct ipc_call *d = ipc_call_defer(call);
+	r = cmd_start_fn(CMD_VM_RESTORE, sb, d, vm_finish_restore, NULL, -1, -1);
+	if (r < 0) {
+		ipc_call_free(d);
+		vm_kill(sb);
+		sb_forget(sb);
+		safe_close(image_fd);
+		return r;
+	}
+	cmds->image_fd = image_fd; /* QEMU maps the RAM file through it: kept until it runs */
+	return IPC_DEFER;
+}
+
+static int
 start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, int image_fd)
 {
 	if (!sandbox_id_valid(q->id) || sb_find(q->id) || q->n_argv == 0)
@@ -296,6 +420,8 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	snprintf(sb->cgroup, sizeof sb->cgroup, "%s/%s", cfg->cgroup_parent, q->id);
 	sb->next = sandboxes;
 	sandboxes = sb;
+	if (!strcmp(q->backend, "microvm"))
+		return start_vm(call, sb, q, image_fd);
 	char netns[64];
 	snprintf(netns, sizeof netns, "/proc/%d/fd/%d", (int)getpid(), sb->nsfd);
 	struct oci_spec spec = {.id = q->id,
@@ -360,6 +486,12 @@ handle_restore(struct ipc_call *call, void *ud)
 }
 
 static int
+vm_snapshot(struct sb *sb, void *arg, int out_fd, int err_fd)
+{
+	return microvm_snapshot(sb->bundle, sb->id, *(int *)arg) < 0 ? 1 : 0;
+}
+
+static int
 handle_checkpoint(struct ipc_call *call, void *ud)
 {
 	struct sb *sb = sb_find(call->req->checkpoint_sandbox->id);
@@ -368,6 +500,16 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	for (struct cmd *c = cmds; c; c = c->next)
 		if (c->sb == sb && c->kind != CMD_EXEC)
 			return -EBUSY;
+	if (sb->vm) {
+		struct ipc_call *d = ipc_call_defer(call);
+		int r = cmd_start_fn(CMD_CHECKPOINT, sb, d, vm_snapshot, &d->fds[0], -1, -1);
+		if (r < 0) {
+			ipc_call_free(d);
+			return r;
+		}
+		cmds->image_fd = TAKE_FD(d->fds[0]);
+		return IPC_DEFER;
+	}
 	char image[80], log[400];
 	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), call->fds[0]);
 	snprintf(log, sizeof log, "%s/runsc.log", sb->bundle);
@@ -395,6 +537,12 @@ handle_destroy(struct ipc_call *call, void *ud)
 	for (struct cmd *c = cmds; c; c = c->next)
 		if (c->sb == sb && c->kind != CMD_EXEC)
 			return -EBUSY;
+	if (sb->vm) {
+		vm_kill(sb);
+		sb_forget(sb);
+		IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+		return ipc_call_reply(call, &resp, NULL, 0);
+	}
 	struct ipc_call *d = ipc_call_defer(call);
 	int r = start_delete(sb, d, NULL);
 	if (r < 0) {
@@ -412,6 +560,41 @@ exec_timeout(evutil_socket_t fd, short what, void *arg)
 }
 
 static int
+vm_exec(struct sb *sb, void *arg, int out_fd, int err_fd)
+{
+	const Warren__V1__ExecRequest *q = arg;
+	unsigned ms = q->timeout_ms ? q->timeout_ms : 30000;
+	int status = microvm_exec(sb->bundle, q->argv, q->n_argv, ms, out_fd, err_fd);
+	if (status < 0) {
+		dprintf(err_fd, "warren: the guest agent did not answer: %s\n", strerror(-status));
+		return 255;
+	}
+	return status;
+}
+
+static void exec_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* Exec in a microVM goes through its agent; the request stays alive in the forked child. */
+static int
+vm_exec_start(struct ipc_call *call, struct sb *sb, const Warren__V1__ExecRequest *q)
+{
+	int out = memfd_create("exec-stdout", MFD_CLOEXEC), err = memfd_create("exec-stderr", MFD_CLOEXEC);
+	struct ipc_call *d = ipc_call_defer(call);
+	int r = cmd_start_fn(CMD_EXEC, sb, d, vm_exec, (void *)q, out, err);
+	if (r < 0) {
+		safe_close(out);
+		safe_close(err);
+		ipc_call_free(d);
+		return r;
+	}
+	unsigned ms = (q->timeout_ms ? q->timeout_ms : 30000) + 15000; /* the agent's own limit first */
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	cmds->timer = evtimer_new(base, exec_timeout, cmds);
+	evtimer_add(cmds->timer, &tv);
+	return IPC_DEFER;
+}
+
+static int
 handle_exec(struct ipc_call *call, void *ud)
 {
 	const Warren__V1__ExecRequest *q = call->req->exec;
@@ -420,6 +603,8 @@ handle_exec(struct ipc_call *call, void *ud)
 		return -ENOENT;
 	if (q->n_argv == 0 || q->n_argv > 250)
 		return -EINVAL;
+	if (sb->vm)
+		return vm_exec_start(call, sb, q);
 	char **argv = calloc(q->n_argv + 6, sizeof *argv);
 	size_t n = 0;
 	argv[n++] = (char *)cfg->runsc;
@@ -455,6 +640,8 @@ clean_slate(void)
 	snprintf(path, sizeof path, "%s/bundles", cfg->runtime_dir);
 	rm_rf(path);
 	mkdir_p(runsc_root + strlen("--root="), 0700);
+	if (cfg->vm && cfg->vm->ram_dir)
+		rm_rf(cfg->vm->ram_dir);
 }
 
 static void

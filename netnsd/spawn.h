@@ -6,12 +6,14 @@
 #include <sys/types.h>
 
 #include "isolation.h"
+#include "microvm.h"
 
 struct spawner_config {
 	const char *runsc;
 	const char *runtime_dir; /* runsc --root and bundles live under it */
 	const char *cgroup_parent;
 	const struct isolation_config *isolation;
+	const struct microvm_config *vm; /* the microVM backend, when this host has it */
 };
 
 /* Fork the spawner; returns netnsd's end of the link. */

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng-dev
 	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev
 	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
-	valgrind procps util-linux netcat-openbsd)
+	valgrind procps util-linux netcat-openbsd
+	qemu-system-x86 linux-image-cloud-amd64 cpio)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root" >&2
@@ -28,7 +29,8 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" 2>&1 | grep -E "error|warning" || true
 cmake --build build -j"$(nproc)" >/dev/null
 cmake --install build --prefix /usr/local >/dev/null
-install -m 0755 scripts/warren-launch scripts/warren-template-build /usr/local/bin/
+install -m 0755 scripts/warren-launch scripts/warren-template-build scripts/warren-vm-image \
+	/usr/local/bin/
 install -d /usr/local/share/warren/templates
 cp -r templates/web templates/app /usr/local/share/warren/templates/
 
@@ -40,7 +42,12 @@ getent group warren-gateway >/dev/null || groupadd --system warren-gateway
 getent passwd warren-gateway >/dev/null ||
 	useradd --system --gid warren-gateway --home-dir /nonexistent --no-create-home \
 		--shell /usr/sbin/nologin --comment "Warren gateway" warren-gateway
-install -d -m 0755 /var/lib/warren /var/lib/warren/templates /run/warren
+# the microVM backend's VMM drops to this user once its files are open
+getent group warren-vm >/dev/null || groupadd --system warren-vm
+getent passwd warren-vm >/dev/null ||
+	useradd --system --gid warren-vm --home-dir /nonexistent --no-create-home \
+		--shell /usr/sbin/nologin --comment "Warren microVM monitors" warren-vm
+install -d -m 0755 /var/lib/warren /var/lib/warren/templates /var/lib/warren/vm /run/warren
 install -d -m 0700 -o warren -g warren /var/lib/warren/state
 install -d -m 0700 /var/lib/warren/images
 install -D -m 0644 units/org.warren.Warren1.conf /etc/dbus-1/system.d/org.warren.Warren1.conf

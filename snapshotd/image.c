@@ -54,6 +54,55 @@ file_checksum(int dirfd, const char *name, uint64_t *size, uint64_t *hash)
 	return 0;
 }
 
+/* Files whose checksum this snapshotd has already checked, by identity and change times: an
+ * image is verified in full once, and a restore after that (a microVM's RAM file is 128 MiB
+ * and more) only looks at the inode. Any write to a file changes its mtime and ctime. */
+struct verified {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	uint64_t hash;
+	struct verified *next;
+};
+static struct verified *verified;
+
+static bool
+same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static void verified_remember(const struct stat *st, uint64_t hash);
+
+static bool
+verified_file(int dirfd, const char *name, uint64_t size, uint64_t hash)
+{
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != size)
+		return false;
+	for (struct verified *v = verified; v; v = v->next)
+		if (v->dev == st.st_dev && v->ino == st.st_ino && v->size == st.st_size &&
+		    v->hash == hash && same_time(&v->mtime, &st.st_mtim) &&
+		    same_time(&v->ctime, &st.st_ctim))
+			return true;
+	uint64_t rs, rh;
+	if (file_checksum(dirfd, name, &rs, &rh) < 0 || rs != size || rh != hash)
+		return false;
+	verified_remember(&st, hash);
+	return true;
+}
+
+static void
+verified_remember(const struct stat *st, uint64_t hash)
+{
+	struct verified *v = calloc(1, sizeof *v);
+	*v = (struct verified){st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim, hash,
+			       verified};
+	verified = v;
+}
+
 int
 image_prepare(struct snapshotd *s, const char *tag, char *temp, size_t size, int *dirfd)
 {
@@ -85,6 +134,7 @@ int
 image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint64_t *total)
 {
 	if (!temp_name_valid(q->temp_name) || !template_name_valid(q->tag) ||
+	    (q->backend[0] && strcmp(q->backend, "gvisor") && strcmp(q->backend, "microvm")) ||
 	    (q->parent[0] && !sandbox_id_valid(q->parent)) ||
 	    (q->template_name[0] && !template_name_valid(q->template_name)))
 		return -EINVAL;
@@ -97,8 +147,10 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 	char *hdr = NULL;
 	size_t hlen = 0;
 	FILE *f = open_memstream(&hdr, &hlen);
-	fprintf(f, "format=%d\ncreated=%llu\nparent=%s\ntemplate=%s\ncompression=none\n", FORMAT,
-		(unsigned long long)realtime_usec(), q->parent, q->template_name);
+	fprintf(f,
+		"format=%d\ncreated=%llu\nparent=%s\ntemplate=%s\nbackend=%s\ncompression=none\n",
+		FORMAT, (unsigned long long)realtime_usec(), q->parent, q->template_name,
+		q->backend[0] ? q->backend : "gvisor");
 	DIR *d = fdopendir(dup(dfd));
 	struct dirent *de;
 	int r = 0;
@@ -110,8 +162,11 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 		r = file_checksum(dfd, de->d_name, &size, &hash);
 		if (r == 0) {
 			_cleanup_close_ int fd = openat(dfd, de->d_name, O_RDONLY | O_CLOEXEC);
-			if (fd < 0 || fsync(fd) < 0)
+			struct stat fst;
+			if (fd < 0 || fsync(fd) < 0 || fstat(fd, &fst) < 0)
 				r = -errno;
+			else
+				verified_remember(&fst, hash); /* its checksum was just taken */
 		}
 		fprintf(f, "file=%s %llu %016llx\n", de->d_name, (unsigned long long)size,
 			(unsigned long long)hash);
@@ -157,6 +212,8 @@ header_kv(const char *k, const char *v, void *ud)
 	} else if (!strcmp(k, "template")) {
 		snprintf(tmpl, sizeof tmpl, "%s", v);
 		h->info->template_name = strdup(tmpl);
+	} else if (!strcmp(k, "backend")) {
+		h->info->backend = (char *)(!strcmp(v, "microvm") ? "microvm" : "gvisor");
 	} else if (!strcmp(k, "compression"))
 		h->info->compressed = strcmp(v, "none") != 0;
 	else if (!strcmp(k, "file")) {
@@ -169,8 +226,7 @@ header_kv(const char *k, const char *v, void *ud)
 		h->files++;
 		h->info->size += size;
 		if (h->verify) {
-			uint64_t rs, rh;
-			if (file_checksum(h->dirfd, name, &rs, &rh) < 0 || rs != size || rh != hash)
+			if (!verified_file(h->dirfd, name, size, hash))
 				h->bad = 1;
 		} else {
 			struct stat st;
@@ -190,6 +246,7 @@ image_read(struct snapshotd *s, const char *tag, bool verify, Warren__V1__ImageI
 		return -EINVAL;
 	warren__v1__image_info__init(info);
 	info->parent = info->template_name = (char *)"";
+	info->backend = (char *)"gvisor";
 	int dfd = openat(s->store_fd, tag, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0)
 		return -errno;

@@ -7,6 +7,17 @@
 
 #include <string.h>
 
+static bool
+backend_served(struct supervisor *s, const char *backend)
+{
+	Warren__V1__StatusResponse *st = s->helpers[HELPER_NETNSD].status;
+	for (size_t i = 0; st && i < st->n_backends; i++)
+		if (!strcmp(st->backends[i], backend))
+			return true;
+	/* before netnsd first answered: gVisor, and the create fails later if it is missing */
+	return !st && !strcmp(backend, "gvisor");
+}
+
 static int
 method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
@@ -47,7 +58,7 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (!t)
 		return sd_bus_error_setf(err, ERR("NoSuchTemplate"),
 					 "No template '%s'; ListTemplates shows the known ones", name);
-	if (strcmp(backend, "gvisor"))
+	if (!backend_served(s, backend))
 		return sd_bus_error_setf(err, ERR("NoSuchBackend"),
 					 "Backend '%s' is not available here (Backends property)",
 					 backend);
@@ -59,8 +70,8 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 					 "warren-template-build %s)",
 					 t->name, t->rootfs, t->name);
 	if (t->warm)
-		return warm_create(s, m, t, pool_timeout, start_timeout, wait);
-	return sandbox_create(s, m, t, pool_timeout, start_timeout, wait, err);
+		return warm_create(s, m, t, backend, pool_timeout, start_timeout, wait);
+	return sandbox_create(s, m, t, backend, pool_timeout, start_timeout, wait, err);
 }
 
 static int

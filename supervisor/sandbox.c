@@ -160,6 +160,7 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 	q.reason = sb->reason;
 	q.start_timeout_ms = sb->start_timeout_ms ? sb->start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
 	q.idle_ms = t && t->idle_ms ? t->idle_ms : sup->idle_ms;
+	q.probe_http = !strcmp(sb->backend, "microvm");
 	switch (sb->state) {
 	case SANDBOX_CREATING:
 	case SANDBOX_STARTING:
@@ -298,7 +299,7 @@ sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
 {
 	if (sb->warmer) {
 		sb->warmer = false;
-		warm_done(sb->template_name, false);
+		warm_done(sb->template_name, sb->backend, false);
 	}
 	fail_create(sb, ERR("SpawnFailed"), "Sandbox failed: %s", reason);
 	sandbox_set_state(sb, st, reason);
@@ -472,7 +473,8 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 }
 
 static int
-create_common(struct supervisor *s, sd_bus_message *m, struct template *t, uint32_t pool_timeout_ms,
+create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
+	      uint32_t pool_timeout_ms,
 	      uint32_t start_timeout_ms, bool wait, int image_fd, const char *tag,
 	      struct fork_job *job, struct sandbox **out, sd_bus_error *err)
 {
@@ -484,6 +486,7 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, uint3
 		sandbox_id_new(id);
 	while (sandbox_find(s, id));
 	struct sandbox *sb = sandbox_new(s, id, t->name);
+	snprintf(sb->backend, sizeof sb->backend, "%s", backend);
 	sb->state = SANDBOX_CREATING;
 	sb->create_msg = m ? sd_bus_message_ref(m) : NULL;
 	if (image_fd >= 0) {
@@ -513,38 +516,38 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, uint3
 }
 
 int
-sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
+sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
 	       uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err)
 {
-	return create_common(s, m, t, pool_timeout_ms, start_timeout_ms, wait, -1, NULL, NULL, NULL,
+	return create_common(s, m, t, backend, pool_timeout_ms, start_timeout_ms, wait, -1, NULL, NULL, NULL,
 			     err);
 }
 
 int
 sandbox_create_restoring(struct supervisor *s, sd_bus_message *m, struct template *t,
-			 uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, int image_fd,
-			 const char *tag, sd_bus_error *err)
+			 const char *backend, uint32_t pool_timeout_ms, uint32_t start_timeout_ms,
+			 bool wait, int image_fd, const char *tag, sd_bus_error *err)
 {
-	return create_common(s, m, t, pool_timeout_ms, start_timeout_ms, wait, image_fd, tag, NULL,
+	return create_common(s, m, t, backend, pool_timeout_ms, start_timeout_ms, wait, image_fd, tag, NULL,
 			     NULL, err);
 }
 
 struct sandbox *
-sandbox_create_internal(struct supervisor *s, struct template *t)
+sandbox_create_internal(struct supervisor *s, struct template *t, const char *backend)
 {
 	struct sandbox *sb = NULL;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	if (create_common(s, NULL, t, 0, 0, false, -1, NULL, NULL, &sb, &e) < 0)
+	if (create_common(s, NULL, t, backend, 0, 0, false, -1, NULL, NULL, &sb, &e) < 0)
 		log_warning("Cannot start a sandbox of %s: %s", t->name, e.message);
 	sd_bus_error_free(&e);
 	return sb;
 }
 
 int
-sandbox_create_from_image(struct supervisor *s, struct template *t, int image_fd, const char *tag,
-			  struct fork_job *job, sd_bus_error *err)
+sandbox_create_from_image(struct supervisor *s, struct template *t, const char *backend,
+			  int image_fd, const char *tag, struct fork_job *job, sd_bus_error *err)
 {
-	return create_common(s, NULL, t, 0, 0, false, image_fd, tag, job, NULL, err);
+	return create_common(s, NULL, t, backend, 0, 0, false, image_fd, tag, job, NULL, err);
 }
 
 /* ---- snapshot support: the parent pauses, is checkpointed, then restored in place ---- */
@@ -556,6 +559,7 @@ sandbox_snapshot_begin(struct sandbox *sb)
 	route_push(sb, NULL, NULL);
 }
 
+/* The snapshot is over without a restore (it failed early, or the VM resumed in place). */
 void
 sandbox_snapshot_aborted(struct sandbox *sb)
 {

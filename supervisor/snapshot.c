@@ -3,7 +3,8 @@
  * runsc's checkpoint stops the container and --leave-running is broken); ForkTag(tag, count)
  * restores count children side by side from the one image, each in its own slot (a restore
  * takes the address of the namespace it lands in); BranchSandbox is both; ListTags and
- * RemoveTag manage the images. */
+ * RemoveTag manage the images. A microVM is snapshotted without stopping for good: its VMM
+ * pauses, writes its state and RAM and resumes in place (netnsd says so: still_running). */
 #include "clock.h"
 #include "log.h"
 #include "macro.h"
@@ -108,7 +109,8 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	progress("fork", j->tag, "image verified", 0, j->count);
 	for (unsigned i = 0; i < j->count; i++) {
 		sd_bus_error e = SD_BUS_ERROR_NULL;
-		if (sandbox_create_from_image(sup, t, j->image_fd, j->tag, j, &e) < 0)
+		if (sandbox_create_from_image(sup, t, resp->open_image->image->backend, j->image_fd,
+					      j->tag, j, &e) < 0)
 			fork_job_child_done(j, NULL, false, e.message);
 		sd_bus_error_free(&e);
 	}
@@ -158,6 +160,7 @@ struct snap {
 	sd_bus_message *m;
 	unsigned fork_count; /* BranchSandbox: children to fork once the image is sealed */
 	bool discard_parent; /* a warm template's image: the parent is not restored */
+	bool still_running;  /* a microVM resumed in place: nothing to restore */
 	uint64_t t0;
 	uint64_t size;
 };
@@ -235,13 +238,13 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (sn->discard_parent) {
 		if (sb) {
 			sb->warmer = false;
-			warm_done(sb->template_name, r == 0);
+			warm_done(sb->template_name, sb->backend, r == 0);
 			sandbox_destroy(sb);
 		}
 		snap_free(sn);
 		return;
 	}
-	if (!sb) {
+	if (!sb || sn->still_running) {
 		snap_free(sn);
 		return;
 	}
@@ -278,18 +281,29 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 		req.abort_image = &q;
 		helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, ipc_ignore_reply, NULL);
 		snap_reply_error(sn, ERR("SnapshotFailed"), msg);
-		/* a failed checkpoint kills the container in this runsc */
-		if (sb)
+		/* a failed checkpoint kills the container in this runsc; a microVM resumes */
+		if (sb && !strcmp(sb->backend, "microvm"))
+			sandbox_snapshot_aborted(sb);
+		else if (sb)
 			sandbox_restore_failed(sb, msg);
 		snap_free(sn);
 		return;
 	}
 	progress("snapshot", sn->tag, "checkpointed", 2, 3);
+	sn->still_running = resp && resp->body_case == WARREN__V1__RESPONSE__BODY_CHECKPOINT_SANDBOX &&
+			    resp->checkpoint_sandbox->still_running;
+	if (sn->still_running && sb && !sn->discard_parent) {
+		/* the parent answers again while the image is sealed */
+		log_info("Sandbox %s: resumed in place %llu ms after the pause began", sb->id,
+			 (unsigned long long)((now_usec() - sn->t0) / 1000));
+		sandbox_snapshot_aborted(sb);
+	}
 	Warren__V1__CommitImageRequest q = WARREN__V1__COMMIT_IMAGE_REQUEST__INIT;
 	q.temp_name = sn->temp;
 	q.tag = sn->tag;
 	q.parent = sn->id;
 	q.template_name = sb ? sb->template_name : "";
+	q.backend = sb ? sb->backend : "";
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	req.body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
 	req.commit_image = &q;

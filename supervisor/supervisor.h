@@ -27,7 +27,8 @@ struct template {
 	uint32_t idle_ms; /* 0: the supervisor's default */
 	bool builtin;
 	bool warm;    /* creates restore an image of the started app (tag warm-<name>) */
-	bool warming; /* a cold sandbox is being started to take that image */
+	unsigned warming; /* per backend (bit 0 gvisor, 1 microvm): a cold sandbox is being
+			   * started to take that image */
 	struct template *next;
 };
 
@@ -119,21 +120,24 @@ int template_add(struct supervisor *s, struct template *t, sd_bus_error *err);
 
 /* sandbox.c */
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
-int sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t,
+/* backend: "gvisor" or "microvm" (the Backends property lists what netnsd serves) */
+int sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
 		   uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err);
-int sandbox_create_from_image(struct supervisor *s, struct template *t, int image_fd,
-			      const char *tag, struct fork_job *job, sd_bus_error *err);
+int sandbox_create_from_image(struct supervisor *s, struct template *t, const char *backend,
+			      int image_fd, const char *tag, struct fork_job *job, sd_bus_error *err);
 /* A create that restores image_fd (tag) and answers m like CreateSandbox. */
 int sandbox_create_restoring(struct supervisor *s, sd_bus_message *m, struct template *t,
-			     uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait,
+			     const char *backend, uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait,
 			     int image_fd, const char *tag, sd_bus_error *err);
 /* A cold create nobody waits for; returns the sandbox (NULL on error). */
-struct sandbox *sandbox_create_internal(struct supervisor *s, struct template *t);
+struct sandbox *sandbox_create_internal(struct supervisor *s, struct template *t,
+					const char *backend);
 /* warm.c */
-int warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, uint32_t pool_timeout_ms,
+int warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
+		uint32_t pool_timeout_ms,
 		uint32_t start_timeout_ms, bool wait);
 void warm_sandbox_ready(struct sandbox *sb);
-void warm_done(const char *template_name, bool ok);
+void warm_done(const char *template_name, const char *backend, bool ok);
 int snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned fork_count,
 		   bool discard_parent, sd_bus_error *err);
 int sandbox_destroy(struct sandbox *sb);

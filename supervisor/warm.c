@@ -1,5 +1,6 @@
 /* Warm templates (supervisor): a template marked warm is cold-started once, waited on until
- * its app answers, checkpointed into the tag warm-<name> (never compressed) and thrown away;
+ * its app answers, checkpointed into the tag warm-<name> (warm-<name>-vm for microVMs; never
+ * compressed) and thrown away;
  * from then on every create of the template restores that image. Until the image exists,
  * creates start cold. Removing the tag (RemoveTag) makes the next create warm it again. */
 #include "log.h"
@@ -12,27 +13,35 @@
 struct warm_create_ctx {
 	sd_bus_message *m;
 	char template_name[33];
+	char backend[16];
 	uint32_t pool_timeout_ms, start_timeout_ms;
 	bool wait;
 };
 
+/* One warm image per template and backend: warm-<name> (gVisor), warm-<name>-vm (microVM). */
 static void
-warm_tag(const char *template_name, char *tag, size_t size)
+warm_tag(const char *template_name, const char *backend, char *tag, size_t size)
 {
-	snprintf(tag, size, "warm-%s", template_name);
+	snprintf(tag, size, "warm-%s%s", template_name, strcmp(backend, "microvm") ? "" : "-vm");
+}
+
+static unsigned
+warm_bit(const char *backend)
+{
+	return strcmp(backend, "microvm") ? 1u : 2u;
 }
 
 static void
-warm_build(struct template *t)
+warm_build(struct template *t, const char *backend)
 {
 	char tag[64];
-	warm_tag(t->name, tag, sizeof tag);
-	if (t->warming || !template_name_valid(tag))
+	warm_tag(t->name, backend, tag, sizeof tag);
+	if ((t->warming & warm_bit(backend)) || !template_name_valid(tag))
 		return;
-	struct sandbox *sb = sandbox_create_internal(sup, t);
+	struct sandbox *sb = sandbox_create_internal(sup, t, backend);
 	if (!sb)
 		return;
-	t->warming = true;
+	t->warming |= warm_bit(backend);
 	sb->warmer = true;
 	log_info("Template %s: warming (sandbox %s will be checkpointed into %s)", t->name, sb->id,
 		 tag);
@@ -42,26 +51,27 @@ void
 warm_sandbox_ready(struct sandbox *sb)
 {
 	char tag[64];
-	warm_tag(sb->template_name, tag, sizeof tag);
+	warm_tag(sb->template_name, sb->backend, tag, sizeof tag);
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	if (snapshot_start(sb, NULL, tag, 0, true, &e) < 0) {
 		log_warning("Template %s: cannot take its warm image: %s", sb->template_name,
 			    e.message);
 		sb->warmer = false;
-		warm_done(sb->template_name, false);
+		warm_done(sb->template_name, sb->backend, false);
 		sandbox_destroy(sb);
 	}
 	sd_bus_error_free(&e);
 }
 
 void
-warm_done(const char *template_name, bool ok)
+warm_done(const char *template_name, const char *backend, bool ok)
 {
 	struct template *t = template_find(sup, template_name);
 	if (!t)
 		return;
-	t->warming = false;
-	log_info("Template %s: warm image %s", t->name, ok ? "ready" : "failed; creates stay cold");
+	t->warming &= ~warm_bit(backend);
+	log_info("Template %s: warm %s image %s", t->name, backend,
+		 ok ? "ready" : "failed; creates stay cold");
 }
 
 static void
@@ -76,14 +86,14 @@ warm_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 				      c->template_name);
 	else if (r == 0 && n_fds == 1) {
 		char tag[64];
-		warm_tag(t->name, tag, sizeof tag);
-		k = sandbox_create_restoring(sup, c->m, t, c->pool_timeout_ms, c->start_timeout_ms,
+		warm_tag(t->name, c->backend, tag, sizeof tag);
+		k = sandbox_create_restoring(sup, c->m, t, c->backend, c->pool_timeout_ms, c->start_timeout_ms,
 					     c->wait, fds[0], tag, &e);
 	} else {
 		/* no (valid) warm image yet: this create starts cold, and one is taken */
-		k = sandbox_create(sup, c->m, t, c->pool_timeout_ms, c->start_timeout_ms, c->wait,
-				   &e);
-		warm_build(t);
+		k = sandbox_create(sup, c->m, t, c->backend, c->pool_timeout_ms,
+				   c->start_timeout_ms, c->wait, &e);
+		warm_build(t, c->backend);
 	}
 	if (k < 0)
 		sd_bus_reply_method_error(c->m, &e);
@@ -94,17 +104,18 @@ warm_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 }
 
 int
-warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, uint32_t pool_timeout_ms,
-	    uint32_t start_timeout_ms, bool wait)
+warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
+	    uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait)
 {
 	struct warm_create_ctx *c = calloc(1, sizeof *c);
 	c->m = sd_bus_message_ref(m);
 	snprintf(c->template_name, sizeof c->template_name, "%s", t->name);
+	snprintf(c->backend, sizeof c->backend, "%s", backend);
 	c->pool_timeout_ms = pool_timeout_ms;
 	c->start_timeout_ms = start_timeout_ms;
 	c->wait = wait;
 	char tag[64];
-	warm_tag(t->name, tag, sizeof tag);
+	warm_tag(t->name, backend, tag, sizeof tag);
 	if (image_open_call(tag, 30000, warm_open_done, c) < 0)
 		warm_open_done(NULL, -ENOTCONN, NULL, 0, c);
 	return 1;

@@ -18,6 +18,7 @@ NFT_TABLE=warren_t$K
 CGROUP_PARENT=/warren-t$K
 GW_PORT=$((18300 + K))
 GW=http://127.0.0.1:$GW_PORT
+VM_RAM_DIR=/dev/shm/warren-t$K
 export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/bus.sock
 PIDS=()
 
@@ -59,7 +60,8 @@ daemon() { # daemon NAME CMD...: run in the background, log to $T/NAME.log
 start_netnsd() {
 	daemon netnsd "$LIBEXEC/warren-netnsd" --socket "$T/netnsd.sock" --peer-users warren \
 		--pool-size "${POOL:-6}" --subnet "$SUBNET" --ifname-prefix "$IFPREFIX" \
-		--nft-table "$NFT_TABLE" --runtime-dir "$T/netnsd" --cgroup-parent "$CGROUP_PARENT" "$@"
+		--nft-table "$NFT_TABLE" --runtime-dir "$T/netnsd" --cgroup-parent "$CGROUP_PARENT" \
+		--vm-ram-dir "$VM_RAM_DIR" "$@"
 	wait_for 10 test -S "$T/netnsd.sock" || fail "netnsd did not start: $(cat "$T/netnsd.log")"
 }
 start_snapshotd() {
@@ -129,7 +131,7 @@ cleanup() {
 			[ -f "$f" ] && { log "--- $f"; tail -n 30 "$f" >&2; }
 		done
 	fi
-	rm -rf "$T"
+	rm -rf "$T" "$VM_RAM_DIR"
 	exit "$rc"
 }
 trap 'cleanup $?' EXIT

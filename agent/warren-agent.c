@@ -1,0 +1,478 @@
+/* warren-agent: PID 1 of a Warren microVM guest (a small static binary in the guest's
+ * initramfs). In order:
+ *   1. mount /proc, /sys, /dev, /tmp, /run;
+ *   2. start the template's program (warren.argv=, warren.env= on the kernel command line) at
+ *      once: it can bind its port before the network exists, and everything below runs while
+ *      it loads (the seed's "program started before the agent's imports");
+ *   3. load the virtio modules listed in /etc/warren/modules, bring up lo and eth0 with the
+ *      fixed inner address 10.0.2.15/24 via 10.0.2.2 (every VM and every clone has the same
+ *      inner address: the host reaches each one through its own namespace, see
+ *      docs/MICROVM.md);
+ *   4. answer the host on the virtio-serial port "org.warren.agent", one request per line:
+ *        ping                  -> ok
+ *        clock <sec> <nsec>    -> ok      (after every restore: the guest clock stood still)
+ *        id <sandbox id>       -> ok      (after every restore: clones must not share it;
+ *                                          read it from /run/warren/id)
+ *        exec <ms> <len>\n<len bytes: argv, NUL-separated>
+ *                              -> exit <status> <outlen> <errlen>\n<stdout><stderr>
+ * When the program exits, the agent writes why on the console and powers the VM off, so the
+ * VMM exits and the host reports the sandbox gone. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#define INNER_ADDR "10.0.2.15"
+#define INNER_GW "10.0.2.2"
+#define PORT_NAME "org.warren.agent"
+#define MAX_FILE (64 * 1024)
+
+static pid_t app_pid;
+
+static void
+say(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	int fd = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "warren-agent: ", 14) == 14)
+			n = (int)write(fd, buf, (size_t)n);
+		close(fd);
+	}
+}
+
+/* Split n bytes of NUL- or newline-separated fields into a NULL-terminated vector. */
+static char **
+split_vector(char *buf, ssize_t n)
+{
+	size_t count = 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == 0 || buf[i] == '\n')
+			count++;
+	char **v = calloc(count + 2, sizeof *v);
+	size_t k = 0;
+	char *start = buf;
+	for (ssize_t i = 0; i <= n; i++)
+		if (i == n || buf[i] == 0 || buf[i] == '\n') {
+			buf[i] = 0;
+			if (*start)
+				v[k++] = start;
+			start = buf + i + 1;
+		}
+	return v;
+}
+
+static char **
+read_vector(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char *buf = calloc(1, MAX_FILE + 1);
+	ssize_t n = read(fd, buf, MAX_FILE);
+	close(fd);
+	return split_vector(buf, n < 0 ? 0 : n);
+}
+
+static int
+hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The program's argv and env come on the kernel command line as warren.argv=<hex> and
+ * warren.env=<hex> of NUL-separated strings: the same image serves every template command,
+ * and both VMMs (QEMU -append, Firecracker boot_args) can pass it. */
+static char **
+cmdline_vector(const char *cmdline, const char *key)
+{
+	const char *p = cmdline;
+	size_t klen = strlen(key);
+	while ((p = strstr(p, key))) {
+		if ((p == cmdline || p[-1] == ' ') && p[klen] == '=')
+			break;
+		p += klen;
+	}
+	if (!p)
+		return NULL;
+	p += klen + 1;
+	size_t hexlen = strcspn(p, " \n");
+	char *buf = calloc(1, hexlen / 2 + 1);
+	size_t n = 0;
+	for (size_t i = 0; i + 1 < hexlen; i += 2) {
+		int hi = hexval(p[i]), lo = hexval(p[i + 1]);
+		if (hi < 0 || lo < 0)
+			break;
+		buf[n++] = (char)(hi << 4 | lo);
+	}
+	return split_vector(buf, (ssize_t)n);
+}
+
+static void
+mount_basics(void)
+{
+	/* a template's rootfs need not have the mount points */
+	static const char *const dirs[] = {"/proc", "/sys", "/dev", "/tmp", "/run"};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+		mkdir(dirs[i], 0755);
+	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
+	mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+	mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
+	mkdir("/run/warren", 0755);
+}
+
+static pid_t
+start_program(char **argv, char **env, int out_fd, int err_fd)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	setsid();
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	int null = open("/dev/null", O_RDWR);
+	dup2(null, 0);
+	dup2(out_fd >= 0 ? out_fd : null, 1);
+	dup2(err_fd >= 0 ? err_fd : null, 2);
+	execve(argv[0], argv, env);
+	_exit(127);
+}
+
+static void
+load_modules(void)
+{
+	char **mods = read_vector("/etc/warren/modules");
+	for (size_t i = 0; mods && mods[i]; i++) {
+		int fd = open(mods[i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || syscall(SYS_finit_module, fd, "", 0) < 0)
+			if (errno != EEXIST)
+				say("module %s: %s\n", mods[i], strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+static int
+set_addr(int s, const char *ifname, unsigned long req, const char *addr)
+{
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname);
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, addr, &sin->sin_addr);
+	return ioctl(s, req, &ifr);
+}
+
+static int
+link_up(int s, const char *ifname)
+{
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname);
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		return -1;
+	ifr.ifr_flags |= IFF_UP;
+	return ioctl(s, SIOCSIFFLAGS, &ifr);
+}
+
+static void
+setup_network(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	link_up(s, "lo");
+	/* eth0 appears once virtio_net has probed; modules are loaded synchronously, but be
+	 * patient with a slow (emulated) guest. */
+	for (int i = 0; i < 200 && if_nametoindex("eth0") == 0; i++)
+		usleep(5000);
+	if (set_addr(s, "eth0", SIOCSIFADDR, INNER_ADDR) < 0 ||
+	    set_addr(s, "eth0", SIOCSIFNETMASK, "255.255.255.0") < 0 || link_up(s, "eth0") < 0) {
+		say("eth0: %s\n", strerror(errno));
+		close(s);
+		return;
+	}
+	struct rtentry rt = {0};
+	struct sockaddr_in *gw = (struct sockaddr_in *)&rt.rt_gateway;
+	gw->sin_family = AF_INET;
+	inet_pton(AF_INET, INNER_GW, &gw->sin_addr);
+	((struct sockaddr_in *)&rt.rt_dst)->sin_family = AF_INET;
+	((struct sockaddr_in *)&rt.rt_genmask)->sin_family = AF_INET;
+	rt.rt_flags = RTF_UP | RTF_GATEWAY;
+	if (ioctl(s, SIOCADDRT, &rt) < 0)
+		say("default route: %s\n", strerror(errno));
+	close(s);
+}
+
+/* The virtio-serial port named PORT_NAME: /dev/vportNpM, found through sysfs (no udev). */
+static int
+open_port(void)
+{
+	for (int tries = 0; tries < 400; tries++) {
+		DIR *d = opendir("/sys/class/virtio-ports");
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[300], name[64] = "";
+			snprintf(path, sizeof path, "/sys/class/virtio-ports/%s/name", e->d_name);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			ssize_t n = read(fd, name, sizeof name - 1);
+			close(fd);
+			name[n > 0 ? n : 0] = 0;
+			name[strcspn(name, "\n")] = 0;
+			if (strcmp(name, PORT_NAME))
+				continue;
+			snprintf(path, sizeof path, "/dev/%s", e->d_name);
+			closedir(d);
+			return open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+		}
+		if (d)
+			closedir(d);
+		usleep(5000);
+	}
+	return -1;
+}
+
+static void
+write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t k = write(fd, c, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			struct pollfd pfd = {fd, POLLOUT, 0};
+			if (k < 0 && errno == EAGAIN && poll(&pfd, 1, 1000) > 0)
+				continue;
+			return;
+		}
+		c += k;
+		n -= (size_t)k;
+	}
+}
+
+/* Reap children; the program's end ends the VM. Exec children are waited for by exec. */
+static void
+reap(void)
+{
+	int status;
+	pid_t pid;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid != app_pid)
+			continue;
+		if (WIFEXITED(status))
+			say("program exited with status %d\n", WEXITSTATUS(status));
+		else
+			say("program killed by signal %d\n", WTERMSIG(status));
+		sync();
+		reboot(RB_POWER_OFF);
+	}
+}
+
+static void
+do_exec(int port, unsigned ms, char *args, size_t len)
+{
+	char **argv = calloc(len / 2 + 2, sizeof *argv);
+	size_t n = 0;
+	for (size_t i = 0; i < len; i += strlen(args + i) + 1)
+		argv[n++] = args + i;
+	int out = memfd_create("out", MFD_CLOEXEC), err = memfd_create("err", MFD_CLOEXEC);
+	char *env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+	int status = 127;
+	if (n > 0) {
+		pid_t pid = start_program(argv, env, out, err);
+		struct timespec start;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		for (;;) {
+			int st;
+			pid_t r = waitpid(pid, &st, WNOHANG);
+			if (r == pid) {
+				status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+				break;
+			}
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			long el = (now.tv_sec - start.tv_sec) * 1000 +
+				  (now.tv_nsec - start.tv_nsec) / 1000000;
+			if (el > (long)ms)
+				kill(pid, SIGKILL);
+			usleep(2000); /* the program's own end is seen by the serve loop */
+		}
+	}
+	off_t ol = lseek(out, 0, SEEK_END), el = lseek(err, 0, SEEK_END);
+	char hdr[96];
+	int h = snprintf(hdr, sizeof hdr, "exit %d %lld %lld\n", status, (long long)ol,
+			 (long long)el);
+	write_all(port, hdr, (size_t)h);
+	char buf[8192];
+	int fds[2] = {out, err};
+	for (int i = 0; i < 2; i++) {
+		lseek(fds[i], 0, SEEK_SET);
+		ssize_t k;
+		while ((k = read(fds[i], buf, sizeof buf)) > 0)
+			write_all(port, buf, (size_t)k);
+		close(fds[i]);
+	}
+	free(argv);
+}
+
+/* One request starting at line (NUL-terminated, without its newline). Extra bytes a request
+ * carries follow in buf; returns how many of them it used, or -1 when more must arrive. */
+static ssize_t
+handle(int port, char *line, char *rest, size_t rest_len)
+{
+	if (!strcmp(line, "ping")) {
+		write_all(port, "ok\n", 3);
+	} else if (!strncmp(line, "clock ", 6)) {
+		struct timespec ts = {0};
+		long long sec = 0, nsec = 0;
+		if (sscanf(line + 6, "%lld %lld", &sec, &nsec) == 2) {
+			ts.tv_sec = sec;
+			ts.tv_nsec = nsec;
+		}
+		bool ok = ts.tv_sec > 0 && clock_settime(CLOCK_REALTIME, &ts) == 0;
+		write_all(port, ok ? "ok\n" : "error clock\n", ok ? 3 : 12);
+	} else if (!strncmp(line, "id ", 3)) {
+		int fd = open("/run/warren/id", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		bool ok = fd >= 0 && write(fd, line + 3, strlen(line + 3)) >= 0;
+		if (fd >= 0)
+			close(fd);
+		write_all(port, ok ? "ok\n" : "error id\n", ok ? 3 : 9);
+	} else if (!strncmp(line, "exec ", 5)) {
+		unsigned ms = 0;
+		size_t len = 0;
+		if (sscanf(line + 5, "%u %zu", &ms, &len) != 2 || len > MAX_FILE) {
+			write_all(port, "error exec\n", 11);
+			return 0;
+		}
+		if (rest_len < len)
+			return -1;
+		do_exec(port, ms, rest, len);
+		return (ssize_t)len;
+	} else {
+		write_all(port, "error unknown\n", 14);
+	}
+	return 0;
+}
+
+static void
+serve(int port)
+{
+	static char buf[MAX_FILE + 4096];
+	size_t have = 0;
+	for (;;) {
+		struct pollfd pfd = {port, POLLIN, 0};
+		int r = poll(&pfd, 1, 200);
+		reap();
+		if (r <= 0)
+			continue;
+		ssize_t k = read(port, buf + have, sizeof buf - have - 1);
+		if (k <= 0) {
+			/* no host on the other end (yet): the port reads 0 */
+			usleep(20000);
+			continue;
+		}
+		have += (size_t)k;
+		for (;;) {
+			char *nl = memchr(buf, '\n', have);
+			if (!nl)
+				break;
+			*nl = 0;
+			size_t line_len = (size_t)(nl - buf) + 1;
+			ssize_t used = handle(port, buf, nl + 1, have - line_len);
+			if (used < 0) {
+				*nl = '\n';
+				break;
+			}
+			size_t consumed = line_len + (size_t)used;
+			memmove(buf, buf + consumed, have - consumed);
+			have -= consumed;
+		}
+		if (have == sizeof buf - 1)
+			have = 0; /* a request larger than allowed: drop it */
+	}
+}
+
+int
+main(void)
+{
+	if (getpid() != 1) {
+		fprintf(stderr, "warren-agent runs as PID 1 of a Warren microVM\n");
+		return 1;
+	}
+	mount_basics();
+	/* The kernel gives init no fds 0-2 when the initramfs has no /dev/console: hold them
+	 * with /dev/null, or the first fds opened below would become a child's stdio. */
+	for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd < 2; fd = open("/dev/null", O_RDWR))
+		;
+	char cmdline[4096] = "";
+	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, cmdline, sizeof cmdline - 1);
+		cmdline[n > 0 ? n : 0] = 0;
+		close(fd);
+	}
+	char **argv = cmdline_vector(cmdline, "warren.argv");
+	char **env = cmdline_vector(cmdline, "warren.env");
+	if (!argv || !argv[0]) {
+		say("no warren.argv= on the kernel command line\n");
+		reboot(RB_POWER_OFF);
+	}
+	for (char **e = env; e && *e; e++)
+		if (!strncmp(*e, "WARREN_SANDBOX_ID=", 18)) {
+			int fd = open("/run/warren/id", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (fd >= 0 && write(fd, *e + 18, strlen(*e + 18)) < 0)
+				say("cannot write /run/warren/id\n");
+			if (fd >= 0)
+				close(fd);
+		}
+	int console = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	app_pid = start_program(argv, env, console, console);
+	if (console >= 0)
+		close(console);
+	load_modules();
+	setup_network();
+	int port = open_port();
+	if (port < 0) {
+		say("no virtio-serial port %s\n", PORT_NAME);
+		DIR *d = opendir("/sys/bus/virtio/devices");
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			say("virtio device %s\n", e->d_name);
+		for (;;) {
+			reap();
+			pause();
+		}
+	}
+	say("ready\n");
+	serve(port);
+	return 0;
+}

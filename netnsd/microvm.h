@@ -1,0 +1,53 @@
+/* The microVM backend (netnsd's spawner side): one core for everything that is not the VMM's
+ * API — guest kernel and command line, the template's initramfs, the slot namespace and
+ * cgroup, the RAM file, snapshots, the in-guest agent — and a VMM driver for the API. The qemu
+ * driver (`-M microvm`, QMP) runs here under TCG; see docs/MICROVM.md for the Firecracker one.
+ *
+ * Launching is done in the spawner's event loop (fork + setns + exec, no wrapper process);
+ * every step that waits on the VMM or the agent (restore, snapshot, exec) runs in a forked child
+ * of the spawner that blocks, exits with 0 or an error status, and leaves a message in
+ * <bundle>/vmm.log, so the spawner's loop never blocks. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct microvm_config {
+	const char *qemu;    /* qemu-system-x86_64 */
+	const char *kernel;  /* guest kernel (Debian's linux-image-cloud-amd64) */
+	const char *ram_dir; /* tmpfs for running VMs' RAM files (/dev/shm/...) */
+	const char *vm_user; /* the VMM drops to this user once its files are open */
+	bool console;        /* guest serial console to <bundle>/console.log (slower boots) */
+};
+
+struct microvm_start {
+	const char *id;
+	const char *bundle; /* per-VM directory: sockets, logs */
+	const char *cgroup; /* relative cgroup path, created here */
+	const char *initrd; /* the template's vm-initramfs.cpio */
+	char *const *argv;
+	size_t argc;
+	char *const *env;
+	size_t envc;
+	unsigned port;
+	uint64_t memory_limit;
+	int nsfd;
+	int image_fd; /* restore: the image directory (state + ram); -1 for a cold boot */
+};
+
+/* Is the backend usable here (VMM binary and kernel present)? */
+bool microvm_available(const struct microvm_config *c);
+/* Start the VMM in the slot namespace and the sandbox's cgroup; returns its pid or -errno. A
+ * restore's VMM waits for microvm_finish_restore. */
+pid_t microvm_launch(const struct microvm_config *c, const struct microvm_start *s);
+
+/* Blocking steps for a forked child (0 or -errno; a message in <bundle>/vmm.log). */
+int microvm_finish_restore(const char *bundle, const char *id);
+/* Pause, write the device state and the RAM into the image directory, resume in place. */
+int microvm_snapshot(const char *bundle, const char *id, int image_dirfd);
+/* Run argv in the guest through the agent; stdout/stderr into the fds; the exit status. */
+int microvm_exec(const char *bundle, char *const *argv, size_t argc, unsigned timeout_ms,
+		 int out_fd, int err_fd);
+/* The running VM's RAM file (removed with the sandbox). */
+void microvm_ram_path(const struct microvm_config *c, const char *id, char *buf, size_t size);

@@ -1,0 +1,309 @@
+/* The qemu VMM driver: `qemu-system-x86_64 -M microvm` driven over QMP (never HMP: its
+ * migrate waits about a second). Measured on QEMU 7.2 under TCG (../shared/FACTS.md):
+ * PIT/PIC/RTC stay on and the guest gets tsc_early_khz= (the core's command line), or TSC
+ * calibration fails now and then and the guest hangs; snapshots keep the RAM out of the
+ * migration stream (x-ignore-shared) because the RAM is a file; 7.2 has no file: migration
+ * URI, so the state goes through an fd (getfd over the QMP socket, or inherited on restore). */
+#include "vmm.h"
+#include "log.h"
+#include "macro.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+
+#define QMP_TIMEOUT_MS 10000
+
+static int
+qemu_argv(const struct vmm_launch *l, char ***out)
+{
+	char **a = calloc(64, sizeof *a);
+	size_t n = 0;
+#define ARG(...)                                                                                   \
+	do {                                                                                       \
+		if (asprintf(&a[n++], __VA_ARGS__) < 0)                                            \
+			return -ENOMEM;                                                            \
+	} while (0)
+	ARG("%s", l->binary);
+	ARG("-M");
+	ARG("microvm,x-option-roms=off,pit=on,pic=on,rtc=on,memory-backend=ram");
+	ARG("-accel");
+	ARG("tcg,thread=single"); /* KVM here is nested PVM: guest kernel mode is emulated */
+	ARG("-cpu");
+	ARG("max");
+	ARG("-smp");
+	ARG("1"); /* the seed tried two vCPUs and dropped them */
+	ARG("-m");
+	ARG("%llum", (unsigned long long)(l->ram_bytes >> 20));
+	ARG("-object");
+	ARG("memory-backend-file,id=ram,size=%llum,mem-path=%s,share=%s",
+	    (unsigned long long)(l->ram_bytes >> 20), l->ram_path, l->ram_private ? "off" : "on");
+	ARG("-nodefaults");
+	ARG("-no-user-config");
+	ARG("-nographic");
+	ARG("-no-reboot"); /* the agent powers off when the program exits: the VMM exits too */
+	ARG("-kernel");
+	ARG("%s", l->kernel);
+	ARG("-initrd");
+	ARG("%s", l->initrd);
+	ARG("-append");
+	ARG("%s", l->cmdline);
+	/* The slot's address:port reaches the guest: QEMU's user network forwards it to the
+	 * fixed inner address. QEMU runs inside the slot's namespace, so this listens there. */
+	ARG("-netdev");
+	ARG("user,id=n0,net=10.0.2.0/24,host=10.0.2.2,restrict=off,hostfwd=tcp::%u-10.0.2.15:%u",
+	    l->port, l->port);
+	ARG("-device");
+	ARG("virtio-net-device,netdev=n0");
+	ARG("-device");
+	ARG("virtio-serial-device");
+	ARG("-chardev");
+	ARG("socket,id=agent,path=%s/agent.sock,server=on,wait=off", l->bundle);
+	ARG("-device");
+	ARG("virtserialport,chardev=agent,name=org.warren.agent");
+	ARG("-qmp");
+	ARG("unix:%s/vmm.sock,server=on,wait=off", l->bundle);
+	ARG("-serial");
+	if (l->console)
+		ARG("file:%s", l->console);
+	else
+		ARG("none");
+	/* QEMU's own seccomp filter; not elevateprivileges=deny, which would also refuse the
+	 * setuid of -runas (the filter is loaded first). Once it runs as its user it has no
+	 * capabilities and no_new_privs. */
+	ARG("-sandbox");
+	ARG("on,obsolete=deny,spawn=deny,resourcecontrol=deny");
+	if (l->user) {
+		ARG("-runas");
+		ARG("%s", l->user);
+	}
+	if (l->incoming_fd >= 0) {
+		ARG("-incoming");
+		ARG("defer");
+	}
+#undef ARG
+	a[n] = NULL;
+	*out = a;
+	return 0;
+}
+
+/* ---- QMP, blocking ---- */
+
+struct qmp {
+	int fd;
+	char buf[16384];
+	size_t have;
+};
+
+static long
+ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Next line from QEMU (NUL-terminated in q->buf, consumed by the next call). */
+static int
+qmp_line(struct qmp *q, char **line, size_t *consumed)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (*consumed) {
+		memmove(q->buf, q->buf + *consumed, q->have - *consumed);
+		q->have -= *consumed;
+		*consumed = 0;
+	}
+	for (;;) {
+		char *nl = memchr(q->buf, '\n', q->have);
+		if (nl) {
+			*nl = 0;
+			*line = q->buf;
+			*consumed = (size_t)(nl - q->buf) + 1;
+			return 0;
+		}
+		if (q->have >= sizeof q->buf - 1)
+			return -EMSGSIZE;
+		long left = QMP_TIMEOUT_MS - ms_since(&t0);
+		struct pollfd p = {q->fd, POLLIN, 0};
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return -ETIMEDOUT;
+		ssize_t k = read(q->fd, q->buf + q->have, sizeof q->buf - 1 - q->have);
+		if (k <= 0)
+			return k < 0 ? -errno : -ECONNRESET;
+		q->have += (size_t)k;
+	}
+}
+
+/* Send one command (passing fd with it when >= 0); wait for its return or error. With
+ * result, the return line is copied there. */
+static int
+qmp_cmd(struct qmp *q, const char *json, int fd, char *result, size_t result_size)
+{
+	struct iovec iov = {(void *)json, strlen(json)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fd >= 0) {
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof u.buf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	if (sendmsg(q->fd, &mh, MSG_NOSIGNAL) < 0)
+		return -errno;
+	size_t consumed = 0;
+	for (;;) {
+		char *line;
+		int r = qmp_line(q, &line, &consumed);
+		if (r < 0)
+			return r;
+		if (strstr(line, "\"error\"")) {
+			log_error("QMP %.*s: %s", (int)strcspn(json, "\n"), json, line);
+			r = -EIO;
+		} else if (!strstr(line, "\"return\""))
+			continue; /* an event */
+		if (result)
+			snprintf(result, result_size, "%s", line);
+		memmove(q->buf, q->buf + consumed, q->have - consumed);
+		q->have -= consumed;
+		return r;
+	}
+}
+
+static int
+qmp_open(const char *bundle, struct qmp *q)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/vmm.sock", bundle);
+	q->have = 0;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* QEMU creates the socket while it starts: wait for it, briefly */
+	for (;;) {
+		q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (connect(q->fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+			break;
+		int e = errno;
+		close(q->fd);
+		if (ms_since(&t0) > QMP_TIMEOUT_MS)
+			return -e;
+		usleep(1000);
+	}
+	char *greeting;
+	size_t consumed = 0;
+	int r = qmp_line(q, &greeting, &consumed);
+	if (r == 0) {
+		memmove(q->buf, q->buf + consumed, q->have - consumed);
+		q->have -= consumed;
+		r = qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}\n", -1, NULL, 0);
+	}
+	if (r < 0)
+		close(q->fd);
+	return r;
+}
+
+static int
+qmp_simple(const char *bundle, const char *json, int fd)
+{
+	struct qmp q;
+	int r = qmp_open(bundle, &q);
+	if (r < 0)
+		return r;
+	r = qmp_cmd(&q, json, fd, NULL, 0);
+	close(q.fd);
+	return r;
+}
+
+static const char ignore_shared[] =
+	"{\"execute\":\"migrate-set-capabilities\",\"arguments\":{\"capabilities\":"
+	"[{\"capability\":\"x-ignore-shared\",\"state\":true}]}}\n";
+
+/* Poll query-migrate until it completes or fails. */
+static int
+migrate_wait(struct qmp *q)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	char res[1024];
+	for (;;) {
+		int r = qmp_cmd(q, "{\"execute\":\"query-migrate\"}\n", -1, res, sizeof res);
+		if (r < 0)
+			return r;
+		if (strstr(res, "\"completed\""))
+			return 0;
+		if (strstr(res, "\"failed\"") || strstr(res, "\"cancelled\"")) {
+			log_error("QMP migration: %s", res);
+			return -EIO;
+		}
+		if (ms_since(&t0) > 60000)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+}
+
+static int
+qemu_restore(const char *bundle, int state_fd)
+{
+	struct qmp q;
+	int r = qmp_open(bundle, &q);
+	if (r < 0)
+		return r;
+	char cmd[200];
+	/* The state fd is inherited by QEMU at the same number (fd: takes a number). */
+	snprintf(cmd, sizeof cmd,
+		 "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:%d\"}}\n", state_fd);
+	if ((r = qmp_cmd(&q, ignore_shared, -1, NULL, 0)) == 0 &&
+	    (r = qmp_cmd(&q, cmd, -1, NULL, 0)) == 0 && (r = migrate_wait(&q)) == 0)
+		r = qmp_cmd(&q, "{\"execute\":\"cont\"}\n", -1, NULL, 0);
+	close(q.fd);
+	return r;
+}
+
+static int
+qemu_pause(const char *bundle)
+{
+	return qmp_simple(bundle, "{\"execute\":\"stop\"}\n", -1);
+}
+
+static int
+qemu_resume(const char *bundle)
+{
+	return qmp_simple(bundle, "{\"execute\":\"cont\"}\n", -1);
+}
+
+static int
+qemu_save_state(const char *bundle, int fd)
+{
+	struct qmp q;
+	int r = qmp_open(bundle, &q);
+	if (r < 0)
+		return r;
+	if ((r = qmp_cmd(&q, ignore_shared, -1, NULL, 0)) == 0 &&
+	    (r = qmp_cmd(&q,
+			 "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"warren-state\"}}\n",
+			 fd, NULL, 0)) == 0 &&
+	    (r = qmp_cmd(&q,
+			 "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:warren-state\"}}\n",
+			 -1, NULL, 0)) == 0)
+		r = migrate_wait(&q);
+	close(q.fd);
+	return r;
+}
+
+const struct vmm_driver vmm_qemu = {
+	.name = "qemu",
+	.argv = qemu_argv,
+	.restore = qemu_restore,
+	.pause = qemu_pause,
+	.save_state = qemu_save_state,
+	.resume = qemu_resume,
+};
