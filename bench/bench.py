@@ -261,6 +261,7 @@ def bench(quick):
     rows.append(row("frozen web: request -> 200 (thaw on demand)", thaw, warm, "same request, not frozen"))
     rows += bench_snapshot(quick)
     rows += bench_reclaim(quick)
+    rows += bench_microvm(quick)
     sh(f"ip netns del {BENCH_NS}; ip link del wbh0", check=False)
     shutil.rmtree("/run/warren-bench", ignore_errors=True)
     return rows
@@ -388,6 +389,171 @@ def bench_snapshot(quick):
             row("branch/snapshot: parent pause (checkpoint -> answers again)", pause)]
 
 
+# ---------------------------------------------------------------- microVM (qemu driver, TCG here)
+
+VM_KERNEL = "/var/lib/warren/vm/vmlinuz"
+VM_INITRD = f"{TEMPLATES}/web/vm-initramfs.cpio"
+SEED_BOOT_OPTS = "quiet i8042.noaux i8042.nomux i8042.nopnp i8042.dumbkbd"
+
+
+def warren_create_vm():
+    t0 = now()
+    out = sh(["warrenctl", "--json", "create", "web", "--wait", "--backend=microvm"]).stdout
+    d = json.loads(out)
+    url = f"http://127.0.0.1:8300/s/{d['id']}/"
+    if not wait_http(url, interval=0.005):
+        raise RuntimeError("no answer from " + url)
+    return (now() - t0) * 1000, d["id"]
+
+
+def raw_qemu(port, ram, state=None, boot_opts=SEED_BOOT_OPTS, tag="raw"):
+    """The baseline: QEMU started by hand with the same machine, kernel and initramfs, its port
+    forwarded on 127.0.0.1 (no namespace, cgroup, agent requests or gateway)."""
+    hexs = lambda v: "".join(c.encode().hex() + "00" for c in v)
+    khz = int(float(re.search(r"cpu MHz\s*:\s*([0-9.]+)", open("/proc/cpuinfo").read()).group(1)) * 1000)
+    argv = ["/usr/bin/qemu-system-x86_64", "-M", "microvm,x-option-roms=off,pit=on,pic=on,rtc=on,memory-backend=ram",
+            "-accel", "tcg,thread=single", "-cpu", "max", "-smp", "1", "-m", "128m",
+            "-object", f"memory-backend-file,id=ram,size=128m,mem-path={ram},share={'off' if state else 'on'}",
+            "-nodefaults", "-no-user-config", "-nographic", "-no-reboot", "-kernel", VM_KERNEL,
+            "-initrd", VM_INITRD, "-append",
+            f"tsc_early_khz={khz} panic=-1 {boot_opts} warren.argv="
+            + hexs(["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/www"]) + " warren.env=" + hexs(["PATH=/bin"]),
+            "-netdev", f"user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:{port}-10.0.2.15:8080",
+            "-device", "virtio-net-device,netdev=n0", "-serial", "none",
+            "-qmp", f"unix:/run/warren-bench/{tag}.qmp,server=on,wait=off"]
+    if state:
+        argv += ["-incoming", "defer"]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def qmp(path, *cmds):
+    import socket
+    end = now() + 10
+    while True:
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)
+            break
+        except OSError:
+            if now() > end:
+                raise
+            time.sleep(0.001)
+    f = s.makefile("rw")
+    f.readline()
+    out = []
+    for c in ({"execute": "qmp_capabilities"},) + cmds:
+        f.write(json.dumps(c) + "\n")
+        f.flush()
+        while True:
+            line = json.loads(f.readline())
+            if "return" in line or "error" in line:
+                out.append(line)
+                break
+    s.close()
+    return out
+
+
+def raw_restore(port, image, tag):
+    """Plain QEMU restore of a Warren microVM image: RAM file mapped private + device state."""
+    p = raw_qemu(port, f"{image}/ram", state=True, tag=tag)
+    qmp(f"/run/warren-bench/{tag}.qmp",
+        {"execute": "migrate-set-capabilities",
+         "arguments": {"capabilities": [{"capability": "x-ignore-shared", "state": True}]}},
+        {"execute": "migrate-incoming", "arguments": {"uri": f"exec:cat {image}/state"}})
+    end = now() + 30
+    while now() < end:
+        st = qmp(f"/run/warren-bench/{tag}.qmp", {"execute": "query-migrate"})[-1]
+        if st.get("return", {}).get("status") == "completed":
+            break
+        time.sleep(0.001)
+    qmp(f"/run/warren-bench/{tag}.qmp", {"execute": "cont"})
+    return p
+
+
+def stop(p):
+    p.kill()
+    p.wait()
+
+
+def bench_microvm(quick):
+    """Seed rows F1-F11 and B1-B3 through the qemu driver under TCG (no KVM here)."""
+    os.makedirs("/run/warren-bench", exist_ok=True)
+    rows = []
+    n = 2 if quick else 5
+    # cold boot, Warren vs raw QEMU; and the seed's boot options on/off (raw harness, same run)
+    cold_w, cold_b, no_opts = [], [], []
+    for i in range(n):
+        ms, sid = warren_create_vm()
+        cold_w.append(ms)
+        warren_destroy(sid)
+        for opts, dest in ((SEED_BOOT_OPTS, cold_b), ("", no_opts)):
+            ram = f"/dev/shm/warren-bench-{i}.ram"
+            open(ram, "w").truncate(128 << 20)
+            t0 = now()
+            p = raw_qemu(18900, ram, boot_opts=opts)
+            ok = wait_http("http://127.0.0.1:18900/", timeout=120, interval=0.005)
+            dest.append((now() - t0) * 1000 if ok else float("nan"))
+            stop(p)
+            os.unlink(ram)
+    rows.append(row("microVM cold web: create -> first HTTP 200 (TCG)", cold_w, cold_b,
+                    "plain QEMU boot, same kernel/initramfs/options"))
+    rows.append(row("microVM boot options (quiet, i8042.*): boot -> HTTP 200 with them", cold_b, no_opts,
+                    "the same boot without them"))
+    # a tag of a running VM: the parent's pause, then forks
+    _, parent = warren_create_vm()
+    purl = f"http://127.0.0.1:8300/s/{parent}/"
+    pause, one_w, one_b, ten_w, twenty_w = [], [], [], [], []
+    size = None
+    for rnd in range(1 if quick else 3):
+        tag = f"benchvm{rnd}{int(time.time()) % 100000}"
+        gaps, stop_poll = [], [False]
+
+        def poll():
+            last = now()
+            while not stop_poll[0]:
+                if wait_http(purl, timeout=5, interval=0.001):
+                    t = now()
+                    gaps.append((t - last) * 1000)
+                    last = t
+        with cf.ThreadPoolExecutor(1) as ex:
+            fut = ex.submit(poll)
+            time.sleep(0.2)
+            sh(["warrenctl", "snapshot", parent, tag])
+            time.sleep(0.3)
+            stop_poll[0] = True
+            fut.result()
+        pause.append(max(gaps))
+        image = f"/var/lib/warren/images/{tag}"
+        size = sum(os.stat(f"{image}/{f}").st_blocks * 512 for f in os.listdir(image))
+        for count, dest in ((1, one_w), (10, ten_w)) + (((20, twenty_w),) if not quick else ()):
+            t0 = now()
+            ids = sh(["warrenctl", "fork", tag, str(count)]).stdout.split()
+            with cf.ThreadPoolExecutor(count) as ex:
+                ok = all(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=120,
+                                                     interval=0.005), ids))
+            dest.append((now() - t0) * 1000 if ok else float("nan"))
+            for i in ids:
+                warren_destroy(i)
+        for i in range(2):
+            t0 = now()
+            p = raw_restore(18901, image, f"rr{i}")
+            wait_http("http://127.0.0.1:18901/", timeout=60, interval=0.002)
+            one_b.append((now() - t0) * 1000)
+            stop(p)
+        sh(["warrenctl", "rmtag", tag])
+    warren_destroy(parent)
+    rows.append(row("microVM fork of a web tag: 1 child answering (restore)", one_w, one_b,
+                    "plain QEMU restore of the same image", target="<= 150 ms (TCG)"))
+    rows.append(row("microVM fork of a web tag: 10 children answering", ten_w))
+    if twenty_w:
+        rows.append(row("microVM fork of a web tag: 20 children answering", twenty_w, target="<= 2 s"))
+    rows.append(row("microVM snapshot/branch: parent not answering (pause, resumes in place)", pause,
+                    target="<= 40 ms + dirty pages"))
+    if size:
+        rows.append(row("microVM web image on disk (state + non-zero RAM pages)", [size / 2**20], unit="MiB"))
+    return rows
+
+
 def machine():
     cpu = "?"
     for line in open("/proc/cpuinfo"):
@@ -401,7 +567,7 @@ def machine():
 
 def render(res):
     lines = [f"Machine: {res['machine']}. Run: {res['date']}. p50/p90 over n runs; each row's baseline ran "
-             "in the same invocation, interleaved (`--only-reclaim`/`--only-snapshot` re-run their rows alone).", "",
+             "in the same invocation, interleaved (`--only-reclaim`/`--only-snapshot`/`--only-microvm` re-run their rows alone).", "",
              "| Row | n | Warren p50 | p90 | Baseline (same run) | p50 | p90 | Warren/baseline | Target |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
@@ -420,11 +586,13 @@ def main():
     ap.add_argument("--from-json")
     ap.add_argument("--only-reclaim", action="store_true", help="run only the reclaim rows")
     ap.add_argument("--only-snapshot", action="store_true", help="run only the snapshot rows")
+    ap.add_argument("--only-microvm", action="store_true", help="run only the microVM rows")
     a = ap.parse_args()
-    if a.only_reclaim or a.only_snapshot:
+    if a.only_reclaim or a.only_snapshot or a.only_microvm:
         if a.only_snapshot:
             os.makedirs(RUNSC_ROOT, exist_ok=True)
-        rows = bench_reclaim(a.quick) if a.only_reclaim else bench_snapshot(a.quick)
+        rows = (bench_reclaim(a.quick) if a.only_reclaim else
+                bench_microvm(a.quick) if a.only_microvm else bench_snapshot(a.quick))
         if a.quick:
             return
         # replace the reclaim rows of the last full run and re-render

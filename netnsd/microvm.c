@@ -397,31 +397,141 @@ copy_sparse(int from, int to)
 	}
 }
 
-int
-microvm_snapshot(const char *bundle, const char *id, int image_dirfd)
+/* The guest RAM mapping of a restored VM: the image's RAM file mapped private. Returns its
+ * start address and opens the file it maps (through map_files, whatever its name now). */
+static int
+restored_ram(pid_t pid, uint64_t ram_bytes, uint64_t *start, int *fd)
 {
-	char ram[400], ramdir[400];
-	snprintf(ramdir, sizeof ramdir, "%s/ram-path", bundle);
-	if (file_read_line(ramdir, ram, sizeof ram) < 0) {
-		vmm_log(bundle, "snapshot: this VM was restored; its RAM is its image's");
-		return -EOPNOTSUPP;
+	char path[64], line[512];
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int r = -ENOENT;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long a, b;
+		char perms[8], file[400] = "";
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %399s", &a, &b, perms, file) < 3)
+			continue;
+		size_t n = strlen(file);
+		if (b - a != ram_bytes || perms[3] != 'p' || n < 4 || strcmp(file + n - 4, "/ram"))
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid, a, b);
+		*fd = open(path, O_RDONLY | O_CLOEXEC);
+		*start = a;
+		r = *fd < 0 ? -errno : 0;
+		break;
 	}
+	fclose(f);
+	return r;
+}
+
+/* Write tracking without soft-dirty bits: a restored VM's RAM is a private file mapping, so
+ * the pages it wrote since are exactly those no longer backed by the file (pagemap: present and
+ * not a file page, or swapped). Copy them into out (marking them in dirty) while it is paused. */
+static int
+copy_written_pages(pid_t pid, uint64_t start, uint64_t ram_bytes, int out, uint8_t *dirty,
+		   uint64_t *count)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
+	_cleanup_close_ int pm = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	_cleanup_close_ int mem = open(path, O_RDONLY | O_CLOEXEC);
+	if (pm < 0 || mem < 0)
+		return -errno;
+	uint64_t pages = ram_bytes / 4096, entries[512];
+	static char page[4096];
+	*count = 0;
+	for (uint64_t i = 0; i < pages; i += 512) {
+		uint64_t n = pages - i < 512 ? pages - i : 512;
+		if (pread(pm, entries, n * 8, (off_t)((start / 4096 + i) * 8)) != (ssize_t)(n * 8))
+			return -EIO;
+		for (uint64_t j = 0; j < n; j++) {
+			bool present = entries[j] >> 63 & 1, swapped = entries[j] >> 62 & 1,
+			     file = entries[j] >> 61 & 1;
+			if (!((present && !file) || swapped))
+				continue;
+			uint64_t off = (i + j) * 4096;
+			if (pread(mem, page, 4096, (off_t)(start + off)) != 4096 ||
+			    pwrite(out, page, 4096, (off_t)off) != 4096)
+				return -EIO;
+			dirty[(i + j) / 8] |= (uint8_t)(1 << ((i + j) % 8));
+			(*count)++;
+		}
+	}
+	return 0;
+}
+
+/* The rest of a restored VM's RAM: its image's pages it did not write. */
+static int
+copy_unwritten_pages(int base, int out, const uint8_t *dirty)
+{
+	static char page[4096];
+	off_t off = 0;
+	for (;;) {
+		off_t data = lseek(base, off, SEEK_DATA);
+		if (data < 0)
+			return errno == ENXIO ? 0 : -errno;
+		off_t hole = lseek(base, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		for (off_t p = data & ~4095; p < hole; p += 4096) {
+			uint64_t pg = (uint64_t)p / 4096;
+			if (dirty[pg / 8] >> (pg % 8) & 1)
+				continue;
+			if (pread(base, page, 4096, p) != 4096 || pwrite(out, page, 4096, p) != 4096)
+				return -EIO;
+		}
+		off = hole;
+	}
+}
+
+int
+microvm_snapshot(const char *bundle, const char *id, pid_t pid, uint64_t memory_limit,
+		 int image_dirfd)
+{
+	uint64_t ram_bytes = guest_ram(memory_limit);
+	char ram[400], note[400];
+	snprintf(note, sizeof note, "%s/ram-path", bundle);
+	bool cold = file_read_line(note, ram, sizeof ram) == 0;
 	_cleanup_close_ int state = openat(image_dirfd, "state", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	_cleanup_close_ int out = openat(image_dirfd, "ram", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	_cleanup_close_ int in = open(ram, O_RDONLY | O_CLOEXEC);
-	if (state < 0 || out < 0 || in < 0)
+	_cleanup_close_ int in = -1;
+	uint64_t start = 0, written = 0;
+	int r = 0;
+	if (cold)
+		in = open(ram, O_RDONLY | O_CLOEXEC);
+	else
+		r = restored_ram(pid, ram_bytes, &start, &in);
+	if (state < 0 || out < 0 || in < 0 || r < 0)
+		return r < 0 ? r : -errno;
+	if (ftruncate(out, (off_t)ram_bytes) < 0)
 		return -errno;
-	int r = driver->pause(bundle);
+	_cleanup_free_ uint8_t *dirty = calloc(1, ram_bytes / 4096 / 8 + 1);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = driver->pause(bundle);
 	if (r == 0)
 		r = driver->save_state(bundle, state);
+	/* a cold VM's RAM is a shared file: all of it is copied while paused; a restored VM
+	 * only has the pages it wrote copied while paused, its image's others afterwards */
 	if (r == 0)
-		r = copy_sparse(in, out);
+		r = cold ? copy_sparse(in, out)
+			 : copy_written_pages(pid, start, ram_bytes, out, dirty, &written);
 	/* resume in place, whatever happened: the parent goes on */
 	int rr = driver->resume(bundle);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (r == 0)
 		r = rr;
+	if (r == 0 && !cold)
+		r = copy_unwritten_pages(in, out, dirty);
 	if (r < 0)
 		vmm_log(bundle, "snapshot of %s: %s", id, strerror(-r));
+	else
+		vmm_log(bundle, "snapshot of %s: paused %ld ms%s, %llu pages written since restore",
+			id, (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000),
+			cold ? " (whole RAM copied)" : "", (unsigned long long)written);
 	return r;
 }
 

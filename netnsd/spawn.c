@@ -34,6 +34,7 @@ struct sb {
 	char cgroup[300];
 	bool checkpointing; /* its exit is the checkpoint's doing, not news */
 	bool vm;            /* microVM backend: pid is the VMM's */
+	uint64_t memory_limit;
 	struct sb *next;
 };
 
@@ -356,6 +357,7 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 	 int image_fd)
 {
 	sb->vm = true;
+	sb->memory_limit = q->memory_limit;
 	char initrd[PATH_MAX];
 	snprintf(initrd, sizeof initrd, "%s", q->rootfs);
 	char *slash = strrchr(initrd, '/');
@@ -488,7 +490,7 @@ handle_restore(struct ipc_call *call, void *ud)
 static int
 vm_snapshot(struct sb *sb, void *arg, int out_fd, int err_fd)
 {
-	return microvm_snapshot(sb->bundle, sb->id, *(int *)arg) < 0 ? 1 : 0;
+	return microvm_snapshot(sb->bundle, sb->id, sb->pid, sb->memory_limit, *(int *)arg) < 0 ? 1 : 0;
 }
 
 static int

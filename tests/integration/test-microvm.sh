@@ -3,7 +3,8 @@
 # template's initramfs with warren-agent as PID 1 in a namespace slot; the gateway reaches it;
 # Exec goes through the agent; Snapshot pauses the VM, writes its state and RAM and resumes it in
 # place; ForkTag restores children that share the one RAM file (mapped private), each told its
-# own identity and the time by the agent; freeze/thaw; the program's end fails the sandbox;
+# own identity and the time by the agent; a restored child branched with write tracking;
+# freeze/thaw; the program's end fails the sandbox;
 # nothing (VMM, RAM file, cgroup) is left after Destroy.
 source "$(dirname "$0")/lib.sh"
 warren_start
@@ -58,6 +59,20 @@ done
 cpid=$(pgrep -f "^/usr/bin/qemu-system-x86_64.*$T/netnsd/bundles/$(echo "$ids" | head -1)" | head -1)
 expect "children map the image's RAM file, not a copy" grep -q "$T/images/vm1/ram" /proc/$cpid/maps
 
+# branch a child (itself restored): only the pages it wrote since its restore are taken while
+# it is paused (write tracking through pagemap), the rest comes from its image
+c1=$(echo "$ids" | head -1)
+warrenctl exec "$c1" -- /bin/busybox sh -c 'echo child-state > /tmp/marker2' || fail "exec"
+out=$(mgr BranchSandbox ssu "$c1" vm2 1)
+g=$(echo "$out" | grep -o '"[0-9a-f]\{12\}"' | tr -d '"')
+log "branch of $c1: $g; $(grep -h 'snapshot of' "$T/netnsd/bundles/$c1/vmm.log")"
+expect "the branched child wrote only the pages it changed while paused" grep -q "pages written since restore" "$T/netnsd/bundles/$c1/vmm.log"
+expect "the grandchild answers" wait_for 60 sh -c "curl -fsS --max-time 5 $(sb_url "$g") | grep -q Warren"
+expect "the grandchild has the child's new state" test "$(warrenctl exec "$g" -- /bin/busybox cat /tmp/marker2)" = child-state
+expect "and the parent's older state" test "$(warrenctl exec "$g" -- /bin/busybox cat /tmp/marker)" = parent-state
+expect "the branched child still answers" sh -c "curl -fsS --max-time 10 $(sb_url "$c1") | grep -q Warren"
+ids="$ids $g"
+
 warrenctl freeze "$id"
 expect "Freeze freezes the VM" test "$(sbprop "$id" State)" = frozen
 expect "a request thaws it and is answered" sh -c "curl -fsS --max-time 10 $(sb_url "$id") | grep -q Warren"
@@ -76,4 +91,5 @@ expect "no VMM is left" wait_for 10 sh -c "! pgrep -f '^/usr/bin/qemu-system-x86
 expect "no RAM file is left" sh -c "[ -z \"\$(ls -A $VM_RAM_DIR 2>/dev/null)\" ]"
 expect "no cgroup is left" wait_for 10 sh -c "! ls -d /sys/fs/cgroup/*$CGROUP_PARENT/*/ /sys/fs/cgroup$CGROUP_PARENT/*/ 2>/dev/null | grep -q ."
 warrenctl rmtag vm1
+warrenctl rmtag vm2
 log "all done"

@@ -7,8 +7,8 @@ wait_for 10 sh -c "busctl --system get-property org.warren.Warren1 /org/warren/W
 	org.warren.Warren1.Manager PoolFree | grep -qx 'u 6'" || fail "pool not filled"
 expect "PoolSize is 6" test "$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 \
 	org.warren.Warren1.Manager PoolSize)" = "u 6"
-expect "backends list gvisor" test "$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 \
-	org.warren.Warren1.Manager Backends)" = 'as 1 "gvisor"'
+expect "backends list gvisor and microvm" test "$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 \
+	org.warren.Warren1.Manager Backends)" = 'as 2 "gvisor" "microvm"'
 out=$(warrenctl status)
 echo "$out"
 expect "warrenctl status shows the pool" grep -q "6 slots, 6 free" <<<"$out"
