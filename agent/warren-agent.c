@@ -34,6 +34,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -388,18 +389,39 @@ serve(int port)
 {
 	static char buf[MAX_FILE + 4096];
 	size_t have = 0;
+	/* Sleep until something happens, never spin (every wake-up costs the host CPU under TCG):
+	 * SIGCHLD for children, and SIGIO, which virtio_console sends when the host opens or
+	 * closes the port. While no host is connected the port polls as hung up and reads 0, so
+	 * then only the signals are waited for. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGIO);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	fcntl(port, F_SETOWN, getpid());
+	fcntl(port, F_SETFL, fcntl(port, F_GETFL) | O_ASYNC | O_NONBLOCK);
+	bool host = true;
 	for (;;) {
-		struct pollfd pfd = {port, POLLIN, 0};
-		int r = poll(&pfd, 1, 200);
-		reap();
-		if (r <= 0)
+		struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {port, POLLIN, 0}};
+		if (poll(pfd, host ? 2 : 1, -1) < 0)
+			continue;
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == sizeof si)
+				;
+			reap();
+			host = true; /* the port may have opened: try it */
+		}
+		if (!host)
 			continue;
 		ssize_t k = read(port, buf + have, sizeof buf - have - 1);
-		if (k <= 0) {
-			/* no host on the other end (yet): the port reads 0 */
-			usleep(20000);
+		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+			host = false; /* no host on the other end: wait for SIGIO */
 			continue;
 		}
+		if (k < 0)
+			continue;
 		have += (size_t)k;
 		for (;;) {
 			char *nl = memchr(buf, '\n', have);

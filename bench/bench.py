@@ -420,6 +420,10 @@ def raw_qemu(port, ram, state=None, boot_opts=SEED_BOOT_OPTS, tag="raw"):
             + hexs(["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/www"]) + " warren.env=" + hexs(["PATH=/bin"]),
             "-netdev", f"user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:{port}-10.0.2.15:8080",
             "-device", "virtio-net-device,netdev=n0", "-serial", "none",
+            # the same devices as Warren's VMs, or a Warren image would not load
+            "-device", "virtio-serial-device",
+            "-chardev", f"socket,id=agent,path=/run/warren-bench/{tag}.agent,server=on,wait=off",
+            "-device", "virtserialport,chardev=agent,name=org.warren.agent",
             "-qmp", f"unix:/run/warren-bench/{tag}.qmp,server=on,wait=off"]
     if state:
         argv += ["-incoming", "defer"]

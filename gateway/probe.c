@@ -114,7 +114,10 @@ probe_http_send(struct route *r)
 	}
 	r->probe_ev = event_new(event_get_base(r->probe_timer), r->probe_fd, EV_READ,
 				probe_http_result, r);
-	struct timeval tv = {1, 0}; /* a guest under TCG answers slowly */
+	/* A guest just restored can drop the first request (and its retransmit would come after
+	 * 1 s): while young, give up after 150 ms and probe again on a new connection. */
+	bool young = now_usec() - r->probe_started_us < PROBE_FAST_FOR_US;
+	struct timeval tv = young ? (struct timeval){0, 150000} : (struct timeval){1, 0};
 	event_add(r->probe_ev, &tv);
 }
 

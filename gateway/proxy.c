@@ -397,7 +397,10 @@ try_upstream(struct conn *c)
 			   r->start_timeout_ms ? r->start_timeout_ms : DEFAULT_HOLD_MS);
 		return;
 	}
-	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FROZEN) {
+	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FROZEN ||
+	    (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING && r->probe_http)) {
+		/* A microVM's VMM accepts before the guest listens and forwards the request into a
+		 * guest that may drop it (its retransmit would cost seconds): wait for the probe. */
 		hold(c);
 		return;
 	}
