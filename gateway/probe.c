@@ -114,10 +114,11 @@ probe_http_send(struct route *r)
 	}
 	r->probe_ev = event_new(event_get_base(r->probe_timer), r->probe_fd, EV_READ,
 				probe_http_result, r);
-	/* A guest just restored can drop the first request (and its retransmit would come after
-	 * 1 s): while young, give up after 150 ms and probe again on a new connection. */
-	bool young = now_usec() - r->probe_started_us < PROBE_FAST_FOR_US;
-	struct timeval tv = young ? (struct timeval){0, 150000} : (struct timeval){1, 0};
+	/* A guest that is booting or was just restored can drop the forwarded connection, and the
+	 * forwarder's retransmit would come after 1 s: give up after 200 ms and probe again on a
+	 * new connection (after 30 s, a slow app gets 1 s to answer). */
+	bool young = now_usec() - r->probe_started_us < 30000000;
+	struct timeval tv = young ? (struct timeval){0, 200000} : (struct timeval){1, 0};
 	event_add(r->probe_ev, &tv);
 }
 

@@ -208,9 +208,11 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s)
 		signal(SIGCHLD, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
-		/* the VMM itself joins the namespace and the cgroup: no wrapper stays around */
+		/* the VMM itself joins the namespace and the cgroup: no wrapper stays around. The
+		 * limit is the guest's RAM (a shmem file charged here) plus QEMU's own ~80-100 MiB
+		 * (TCG's code buffer included), with room to spare. */
 		if (setns(s->nsfd, CLONE_NEWNET) < 0 ||
-		    cgroup_enter(s->cgroup, ram_bytes + (96ull << 20)) < 0)
+		    cgroup_enter(s->cgroup, ram_bytes + (160ull << 20)) < 0)
 			_exit(121);
 		int null = open("/dev/null", O_RDWR);
 		dup2(null, 0);
