@@ -91,6 +91,8 @@ probe_http_result(evutil_socket_t fd, short what, void *arg)
 	r->probe_ev = NULL;
 	close_rst(r->probe_fd);
 	r->probe_fd = -1;
+	if (!(what & EV_READ) && r->http_timeout_ms < 1000)
+		r->http_timeout_ms = r->http_timeout_ms * 2 > 1000 ? 1000 : r->http_timeout_ms * 2;
 	if (k >= 5 && !memcmp(buf, "HTTP/", 5) &&
 	    r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
 		probe_ready(r);
@@ -116,9 +118,11 @@ probe_http_send(struct route *r)
 				probe_http_result, r);
 	/* A guest that is booting or was just restored can drop the forwarded connection, and the
 	 * forwarder's retransmit would come after 1 s: give up after 200 ms and probe again on a
-	 * new connection (after 30 s, a slow app gets 1 s to answer). */
-	bool young = now_usec() - r->probe_started_us < 30000000;
-	struct timeval tv = young ? (struct timeval){0, 200000} : (struct timeval){1, 0};
+	 * new connection. Each unanswered probe doubles the wait (up to 1 s), so guests slowed
+	 * down by many others starting at once still get to answer. */
+	if (!r->http_timeout_ms)
+		r->http_timeout_ms = 200;
+	struct timeval tv = {r->http_timeout_ms / 1000, (r->http_timeout_ms % 1000) * 1000};
 	event_add(r->probe_ev, &tv);
 }
 
