@@ -79,7 +79,8 @@ hex_append(char **p, char *end, char *const *v, size_t n)
 }
 
 /* The seed's boot options, each of which the benchmark can switch (WARREN_VM_BOOT_OPTS
- * replaces them): no PS/2 probing, a quiet console, the TSC rate so TCG boots reliably. The
+ * replaces them): no PS/2 probing, a quiet console; always the TSC rate so TCG boots reliably
+ * and init_on_free, so freed guest pages are zero and stay holes in snapshot images. The
  * program's argv and env follow, hex-encoded, for the agent. */
 static int
 guest_cmdline(const struct microvm_config *c, const struct microvm_start *s, char *buf,
@@ -88,7 +89,7 @@ guest_cmdline(const struct microvm_config *c, const struct microvm_start *s, cha
 	const char *opts = getenv("WARREN_VM_BOOT_OPTS");
 	char base[512];
 	snprintf(base, sizeof base,
-		 "%stsc_early_khz=%lu panic=-1 %s", c->console ? "console=ttyS0 " : "",
+		 "%stsc_early_khz=%lu panic=-1 init_on_free=1 %s", c->console ? "console=ttyS0 " : "",
 		 tsc_khz(),
 		 opts ? opts : "quiet i8042.noaux i8042.nomux i8042.nopnp i8042.dumbkbd");
 	char *p = buf, *end = buf + size;
