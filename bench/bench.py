@@ -416,7 +416,7 @@ def raw_qemu(port, ram, state=None, boot_opts=SEED_BOOT_OPTS, tag="raw"):
             "-object", f"memory-backend-file,id=ram,size=128m,mem-path={ram},share={'off' if state else 'on'}",
             "-nodefaults", "-no-user-config", "-nographic", "-no-reboot", "-kernel", VM_KERNEL,
             "-initrd", VM_INITRD, "-append",
-            f"tsc_early_khz={khz} panic=-1 {boot_opts} warren.argv="
+            f"tsc_early_khz={khz} panic=-1 init_on_free=1 {boot_opts} warren.argv="
             + hexs(["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/www"]) + " warren.env=" + hexs(["PATH=/bin"]),
             "-netdev", f"user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:{port}-10.0.2.15:8080",
             "-device", "virtio-net-device,netdev=n0", "-serial", "none",

@@ -21,6 +21,7 @@ struct route {
 	int probe_fd;
 	unsigned probe_timeout_ms;
 	bool probe_http;
+	bool runtime_up;
 	unsigned http_timeout_ms; /* probe_http: how long a probe waits for the answer */
 	uint64_t probe_started_us;
 	struct route *next;

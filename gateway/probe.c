@@ -132,6 +132,8 @@ probe_try(evutil_socket_t unused, short what, void *arg)
 	struct route *r = arg;
 	if (r->state != WARREN__V1__ROUTE_STATE__ROUTE_STARTING || r->probe_fd >= 0)
 		return;
+	if (r->probe_http && !r->runtime_up)
+		return; /* SetRoute with runtime_up starts it */
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;

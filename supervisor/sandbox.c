@@ -161,6 +161,7 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 	q.start_timeout_ms = sb->start_timeout_ms ? sb->start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
 	q.idle_ms = t && t->idle_ms ? t->idle_ms : sup->idle_ms;
 	q.probe_http = !strcmp(sb->backend, "microvm");
+	q.runtime_up = sb->runtime_alive;
 	switch (sb->state) {
 	case SANDBOX_CREATING:
 	case SANDBOX_STARTING:
@@ -344,6 +345,8 @@ start_timeout(evutil_socket_t fd, short what, void *arg)
 	sandbox_fail(sb, SANDBOX_FAILED, reason);
 }
 
+static void sandbox_ready(struct sandbox *sb);
+
 static void
 spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
@@ -361,9 +364,19 @@ spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		sb->pid = resp->spawn_sandbox->pid;
 		sb->t_spawned_us = now_usec();
 	}
+	bool vm = !strcmp(sb->backend, "microvm");
 	if (sb->destroy_wanted) {
 		sandbox_release(sb, true);
 		return;
+	}
+	if (sb->runtime_alive && vm && sb->state == SANDBOX_STARTING) {
+		if (resp && resp->body_case == WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX) {
+			/* A restored microVM runs the app its image was taken of, and its agent has
+			 * answered: it is ready without a probe (which would cost one more request
+			 * through the emulated guest). */
+			sandbox_ready(sb);
+		}
+		route_push(sb, NULL, NULL); /* running, or: the gateway probes it from now */
 	}
 	if (!sb->runtime_alive) {
 		char reason[256];
@@ -589,6 +602,26 @@ sandbox_restore_failed(struct sandbox *sb, const char *why)
 
 /* ---- events from the helpers ---- */
 
+/* The sandbox answers: running, its create answered. */
+static void
+sandbox_ready(struct sandbox *sb)
+{
+	sb->t_ready_us = now_usec();
+	if (sb->t_pause_us) {
+		sb->last_pause_us = sb->t_ready_us - sb->t_pause_us;
+		sb->t_pause_us = 0;
+		log_info("Sandbox %s answers again after a %llu ms pause for its snapshot",
+			 sb->id, (unsigned long long)(sb->last_pause_us / 1000));
+	}
+	if (sb->start_timer)
+		evtimer_del(sb->start_timer);
+	sandbox_set_state(sb, SANDBOX_RUNNING, NULL);
+	reply_create(sb);
+	if (sb->warmer)
+		warm_sandbox_ready(sb);
+}
+
+
 void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
 
 void
@@ -598,21 +631,8 @@ sandbox_on_event(const IpcResponse *ev)
 	switch (ev->body_case) {
 	case WARREN__V1__RESPONSE__BODY_ROUTE_READY:
 		sb = sandbox_find(sup, ev->route_ready->id);
-		if (!sb || sb->state != SANDBOX_STARTING)
-			return;
-		sb->t_ready_us = now_usec();
-		if (sb->t_pause_us) {
-			sb->last_pause_us = sb->t_ready_us - sb->t_pause_us;
-			sb->t_pause_us = 0;
-			log_info("Sandbox %s answers again after a %llu ms pause for its snapshot",
-				 sb->id, (unsigned long long)(sb->last_pause_us / 1000));
-		}
-		if (sb->start_timer)
-			evtimer_del(sb->start_timer);
-		sandbox_set_state(sb, SANDBOX_RUNNING, NULL);
-		reply_create(sb);
-		if (sb->warmer)
-			warm_sandbox_ready(sb);
+		if (sb && sb->state == SANDBOX_STARTING)
+			sandbox_ready(sb);
 		return;
 	case WARREN__V1__RESPONSE__BODY_SANDBOX_EXITED: {
 		sb = sandbox_find(sup, ev->sandbox_exited->id);
