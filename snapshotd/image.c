@@ -144,14 +144,24 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 	_cleanup_close_ int dfd = openat(s->store_fd, q->temp_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
+	bool zstd = compress_wanted(s, q->tag);
+	if (zstd) {
+		int cr = compress_image_files(s, dfd);
+		if (cr < 0) {
+			image_abort(s, q->temp_name);
+			return cr;
+		}
+	}
 	char *hdr = NULL;
 	size_t hlen = 0;
 	FILE *f = open_memstream(&hdr, &hlen);
 	fprintf(f,
-		"format=%d\ncreated=%llu\nparent=%s\ntemplate=%s\nbackend=%s\ncompression=none\n",
+		"format=%d\ncreated=%llu\nparent=%s\ntemplate=%s\nbackend=%s\ncompression=%s\n",
 		FORMAT, (unsigned long long)realtime_usec(), q->parent, q->template_name,
-		q->backend[0] ? q->backend : "gvisor");
+		q->backend[0] ? q->backend : "gvisor", zstd ? "zstd" : "none");
 	DIR *d = fdopendir(dup(dfd));
+	if (d)
+		rewinddir(d); /* a dup shares the offset a previous walk left at the end */
 	struct dirent *de;
 	int r = 0;
 	*total = 0;
@@ -284,6 +294,7 @@ image_remove(struct snapshotd *s, const char *tag)
 	struct stat st;
 	if (fstatat(s->store_fd, tag, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -ENOENT;
+	image_cache_remove(s, tag);
 	/* rename first: a crash mid-delete leaves a temporary name, removed at start */
 	char temp[128], path[700];
 	snprintf(temp, sizeof temp, ".tmp.removing.%s", tag);

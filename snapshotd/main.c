@@ -6,6 +6,7 @@
 #include "snapshotd.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int
@@ -16,7 +17,15 @@ main(int argc, char **argv)
 	s.store_dir = "/var/lib/warren/images";
 	s.reclaim_dir = "/var/lib/warren/reclaim";
 	s.cgroup_parent = "/warren";
+	s.compress_below = 500;
+	s.zstd_level = 3;
+	s.cache_dir = "/dev/shm/warren-images";
+	bool measure_disk = false;
 	static const struct option opts[] = {{"store", required_argument, NULL, 's'},
+					     {"compress-below", required_argument, NULL, 'b'},
+					     {"zstd-level", required_argument, NULL, 'z'},
+					     {"image-cache", required_argument, NULL, 'i'},
+					     {"measure-disk", no_argument, NULL, 'm'},
 					     {"reclaim-dir", required_argument, NULL, 'r'},
 					     {"cgroup-parent", required_argument, NULL, 'c'},
 					     {"help", no_argument, NULL, 'h'},
@@ -35,9 +44,23 @@ main(int argc, char **argv)
 			s.reclaim_dir = optarg;
 		else if (c == 'c')
 			s.cgroup_parent = optarg;
+		else if (c == 'b')
+			s.compress_below = (unsigned)atoi(optarg);
+		else if (c == 'z')
+			s.zstd_level = atoi(optarg);
+		else if (c == 'i')
+			s.cache_dir = optarg;
+		else if (c == 'm')
+			measure_disk = true;
 		else {
 			printf("Usage: warren-snapshotd [--store DIR] [--reclaim-dir DIR] [--cgroup-parent "
-			       "P] [OPTIONS]\n" DAEMON_COMMON_HELP);
+			       "P] [OPTIONS]\n"
+			       "  --compress-below MBPS  zstd tag images when the store disk writes slower "
+			       "(default 500, 0 never)\n"
+			       "  --zstd-level N         (default 3)\n"
+			       "  --image-cache DIR      decompressed images (default /dev/shm/warren-images)\n"
+			       "  --measure-disk         measure the store disk's write speed again, print "
+			       "it, exit\n" DAEMON_COMMON_HELP);
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -47,6 +70,15 @@ main(int argc, char **argv)
 	s.store_fd = s.dc.seccomp_probe ? -1 : store_open(s.store_dir);
 	if (s.store_fd < 0 && !s.dc.seccomp_probe)
 		return 1;
+	if (s.store_fd >= 0 && measure_disk) {
+		unsigned mbps;
+		int r = disk_speed(&s, true, &mbps);
+		if (r < 0)
+			return log_error_errno(r, "Cannot measure %s: %m", s.store_dir), 1;
+		printf("%s: %u MB/s sequential writes; tag images %s compressed (below %u MB/s)\n",
+		       s.store_dir, mbps, mbps < s.compress_below ? "are" : "are not", s.compress_below);
+		return 0;
+	}
 	if (s.store_fd >= 0)
 		image_clean_temporaries(&s);
 	int lfd = daemon_listen(&s.dc);

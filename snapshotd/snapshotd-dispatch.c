@@ -104,6 +104,18 @@ handle_open_image(struct ipc_call *call, void *ud)
 							      : "no image %s: %s",
 				      tag, strerror(-r));
 	}
+	if (info.compressed) {
+		/* restores need plain files: the first open decompresses into the cache */
+		int cfd = -1;
+		r = image_decompressed(ud, tag, dirfd, &cfd);
+		close(dirfd);
+		if (r < 0) {
+			image_info_free(&info);
+			return ipc_call_error(call, r, "image %s cannot be decompressed: %s", tag,
+					      strerror(-r));
+		}
+		dirfd = cfd;
+	}
 	Warren__V1__OpenImageResponse orsp = WARREN__V1__OPEN_IMAGE_RESPONSE__INIT;
 	orsp.image = &info;
 	IpcResponse resp = WARREN__V1__RESPONSE__INIT;

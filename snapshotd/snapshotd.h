@@ -10,6 +10,9 @@ struct snapshotd {
 	int store_fd; /* opened before lock-down; every image path is relative to it */
 	const char *reclaim_dir; /* swap file and the host's saved zswap settings */
 	const char *cgroup_parent;
+	unsigned compress_below; /* MB/s; 0: never compress */
+	int zstd_level;
+	const char *cache_dir; /* decompressed images, on tmpfs */
 };
 
 /* image.c */
@@ -21,6 +24,13 @@ int image_read(struct snapshotd *s, const char *tag, bool verify, Warren__V1__Im
 void image_info_free(Warren__V1__ImageInfo *info);
 int image_remove(struct snapshotd *s, const char *tag);
 void image_clean_temporaries(struct snapshotd *s);
+
+/* compress.c */
+int disk_speed(struct snapshotd *s, bool remeasure, unsigned *mbps);
+bool compress_wanted(struct snapshotd *s, const char *tag);
+int compress_image_files(struct snapshotd *s, int dirfd);
+int image_decompressed(struct snapshotd *s, const char *tag, int dirfd, int *out_fd);
+void image_cache_remove(struct snapshotd *s, const char *tag);
 
 /* reclaim.c */
 int reclaim_setup(struct snapshotd *s, const Warren__V1__SetupReclaimRequest *q,

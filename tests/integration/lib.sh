@@ -66,7 +66,7 @@ start_netnsd() {
 }
 start_snapshotd() {
 	daemon snapshotd "$LIBEXEC/warren-snapshotd" --socket "$T/snapshotd.sock" --peer-users warren \
-		--store "$T/images"
+		--store "$T/images" --image-cache "$VM_RAM_DIR-images" ${SNAPSHOTD_OPTS:-}
 	wait_for 10 test -S "$T/snapshotd.sock" || fail "snapshotd did not start"
 }
 start_gateway() {
@@ -131,7 +131,7 @@ cleanup() {
 			[ -f "$f" ] && { log "--- $f"; tail -n 30 "$f" >&2; }
 		done
 	fi
-	rm -rf "$T" "$VM_RAM_DIR"
+	rm -rf "$T" "$VM_RAM_DIR" "$VM_RAM_DIR-images"
 	exit "$rc"
 }
 trap 'cleanup $?' EXIT
