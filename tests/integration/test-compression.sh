@@ -3,7 +3,8 @@
 # compresses tag images only when the disk is slower than --compress-below; warm images never.
 # Here the threshold is set above any disk so the compressed path runs: the tag is smaller, says
 # it is compressed, its files are .zst, children restore from it (decompressed once into the
-# cache), and RemoveTag drops the cache. A microVM's RAM is what pays off (gVisor's statefile is
+# cache), and RemoveTag drops the cache; snapshotd killed -9 mid-write leaves the image whole or
+# absent. A microVM's RAM is what pays off (gVisor's statefile is
 # already compressed inside).
 SNAPSHOTD_OPTS="--compress-below 1000000"
 source "$(dirname "$0")/lib.sh"
@@ -34,8 +35,30 @@ cp -a "$T/images/z1" "$T/images/z2"
 truncate -s -100 "$T/images/z2/ram.zst"
 out=$(warrenctl fork z2 1 2>&1 || true)
 expect "a truncated compressed image is refused ($out)" grep -qi "corrupt or truncated" <<<"$out"
+# crash safety: snapshotd killed -9 while it compresses and seals an image
+call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Snapshot s z3 >/dev/null 2>&1 &
+snap=$!
+if wait_for 30 sh -c "ls -d $T/images/.tmp.z3.*/ram.zst"; then
+	kill -9 "$PID_snapshotd"
+	log "snapshotd killed while it wrote $(ls -a $T/images | grep '^.tmp' | tr '\n' ' ')"
+else
+	log "the image was sealed before the kill could land; killing snapshotd anyway"
+	kill -9 "$PID_snapshotd"
+fi
+wait "$PID_snapshotd" 2>/dev/null || true
+wait "$snap" 2>/dev/null || true
+start_snapshotd
+expect "snapshotd is back" wait_for 10 helpers_up
+expect "no temporary image is left" sh -c "! ls -a $T/images | grep -q '^.tmp'"
+if [ -e "$T/images/z3" ]; then
+	expect "z3 is whole: it restores" sh -c "c=\$(warrenctl fork z3 1) && warrenctl destroy \$c"
+else
+	log "z3 is absent"
+fi
+expect "the parent VM still runs" test "$(sbprop "$id" State)" = running
 for c in $id $kids; do warrenctl destroy "$c"; done
 warrenctl rmtag z1
 warrenctl rmtag z2
+warrenctl rmtag z3 2>/dev/null || true
 expect "RemoveTag drops the decompressed copy" test -z "$(ls "$VM_RAM_DIR-images" 2>/dev/null | grep '^z1\.')"
 log "all done"
