@@ -84,7 +84,7 @@ method_list_sandboxes(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return r;
 	sd_bus_message_open_container(reply, 'a', "(ssso)");
 	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
-		if (sb->state != SANDBOX_CREATING)
+		if (sandbox_visible(sb))
 			sd_bus_message_append(reply, "(ssso)", sb->id, sb->template_name,
 					      sandbox_state_to_string(sb->state), sb->path);
 	sd_bus_message_close_container(reply);
@@ -154,10 +154,15 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 		else if (!strcmp(key, "warm")) {
 			r = sd_bus_message_read(m, "v", "b", &b);
 			t->warm = b;
+		} else if (!strcmp(key, "standby")) {
+			r = sd_bus_message_read(m, "v", "u", &t->standby);
+			if (r >= 0 && t->standby > 16)
+				r = sd_bus_error_setf(err, ERR("InvalidArgument"),
+						      "standby is at most 16");
 		} else
 			r = sd_bus_error_setf(err, ERR("InvalidArgument"),
 					      "Unknown option '%s' (known: allow_outbound, idle_ms, "
-					      "warm)",
+					      "warm, standby)",
 					      key);
 		if (r < 0)
 			break;
@@ -262,7 +267,10 @@ static int
 property_get_count(sd_bus *bus, const char *path, const char *iface, const char *prop,
 		   sd_bus_message *reply, void *ud, sd_bus_error *err)
 {
-	return sd_bus_message_append(reply, "u", sandbox_count(ud));
+	unsigned n = 0;
+	for (struct sandbox *sb = ((struct supervisor *)ud)->sandboxes; sb; sb = sb->next)
+		n += sandbox_visible(sb);
+	return sd_bus_message_append(reply, "u", n);
 }
 
 static int

@@ -26,7 +26,7 @@ sandbox_object_find(sd_bus *bus, const char *path, const char *iface, void *ud, 
 	if (sd_bus_path_decode(path, SANDBOX_PREFIX, &id) <= 0)
 		return 0;
 	struct sandbox *sb = sandbox_find(s, id);
-	if (!sb || sb->state == SANDBOX_CREATING)
+	if (!sb || !sandbox_visible(sb))
 		return 0;
 	*found = sb;
 	return 1;
@@ -39,7 +39,7 @@ sandbox_node_enumerator(sd_bus *bus, const char *path, void *ud, char ***nodes, 
 	size_t n = sandbox_count(s), i = 0;
 	char **v = calloc(n + 1, sizeof *v);
 	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
-		if (sb->state != SANDBOX_CREATING)
+		if (sandbox_visible(sb))
 			v[i++] = strdup(sb->path);
 	*nodes = v;
 	return 0;
@@ -205,7 +205,7 @@ sandbox_dbus_emit_new(struct sandbox *sb, bool added)
 void
 sandbox_dbus_emit_state(struct sandbox *sb)
 {
-	if (sb->state == SANDBOX_CREATING)
+	if (!sandbox_visible(sb))
 		return;
 	sd_bus_emit_signal(sup->bus, sb->path, SANDBOX_IFACE, "StateChanged", "ss",
 			   sandbox_state_to_string(sb->state), sb->reason);

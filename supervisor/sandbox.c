@@ -50,6 +50,12 @@ sandbox_find(struct supervisor *s, const char *id)
 	return NULL;
 }
 
+bool
+sandbox_visible(const struct sandbox *sb)
+{
+	return sb->state != SANDBOX_CREATING && !sb->standby;
+}
+
 unsigned
 sandbox_count(struct supervisor *s)
 {
@@ -304,6 +310,10 @@ sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
 	}
 	fail_create(sb, ERR("SpawnFailed"), "Sandbox failed: %s", reason);
 	sandbox_set_state(sb, st, reason);
+	if (sb->standby) { /* nobody will see it: give everything back */
+		sandbox_destroy(sb);
+		return;
+	}
 	route_push(sb, NULL, NULL);
 	if (sb->start_timer)
 		evtimer_del(sb->start_timer);
@@ -478,7 +488,8 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	sb->t_claimed_us = now_usec();
 	/* From here the sandbox is visible and persisted. */
 	sandbox_set_state(sb, SANDBOX_STARTING, NULL);
-	sandbox_dbus_emit_new(sb, true);
+	if (!sb->standby)
+		sandbox_dbus_emit_new(sb, true);
 	sb->start_timer = evtimer_new(sup->dc.base, start_timeout, sb);
 	struct timeval tv = {sb->start_timeout_ms / 1000, (sb->start_timeout_ms % 1000) * 1000};
 	evtimer_add(sb->start_timer, &tv);
@@ -554,6 +565,33 @@ sandbox_create_internal(struct supervisor *s, struct template *t, const char *ba
 		log_warning("Cannot start a sandbox of %s: %s", t->name, e.message);
 	sd_bus_error_free(&e);
 	return sb;
+}
+
+struct sandbox *
+sandbox_create_standby(struct supervisor *s, struct template *t, const char *backend,
+		       int image_fd, const char *tag)
+{
+	struct sandbox *sb = NULL;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	if (create_common(s, NULL, t, backend, 0, 0, false, image_fd, tag, NULL, &sb, &e) < 0)
+		log_warning("Cannot restore a standby sandbox of %s: %s", t->name, e.message);
+	else
+		sb->standby = true; /* before its claim is answered: it is never announced */
+	sd_bus_error_free(&e);
+	return sb;
+}
+
+void
+sandbox_take_standby(struct sandbox *sb, sd_bus_message *m)
+{
+	sb->standby = false;
+	sb->created_usec = realtime_usec();
+	sb->t_create_us = now_usec();
+	state_write_sandbox(sup, sb);
+	sandbox_dbus_emit_new(sb, true);
+	_cleanup_free_ char *url = sandbox_url(sb);
+	sd_bus_reply_method_return(m, "sos", sb->id, sb->path, url ? url : "");
+	log_info("Sandbox %s: taken from the standby sandboxes of %s", sb->id, sb->template_name);
 }
 
 int
@@ -808,6 +846,8 @@ sandbox_kv(const char *k, const char *v, void *ud)
 		snprintf(sb->template_name, sizeof sb->template_name, "%s", v);
 	else if (!strcmp(k, "backend"))
 		snprintf(sb->backend, sizeof sb->backend, "%s", v);
+	else if (!strcmp(k, "standby"))
+		sb->standby = atoi(v) != 0;
 	else if (!strcmp(k, "slot"))
 		sb->slot = atoi(v);
 	else if (!strcmp(k, "address"))

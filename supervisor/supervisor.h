@@ -27,6 +27,7 @@ struct template {
 	uint32_t idle_ms; /* 0: the supervisor's default */
 	bool builtin;
 	bool warm;    /* creates restore an image of the started app (tag warm-<name>) */
+	unsigned standby; /* warm: sandboxes kept restored ahead, per backend in use */
 	unsigned warming; /* per backend (bit 0 gvisor, 1 microvm): a cold sandbox is being
 			   * started to take that image */
 	struct template *next;
@@ -48,6 +49,7 @@ int sandbox_state_from_string(const char *s);
 
 struct sandbox {
 	char id[SANDBOX_ID_LEN + 1];
+	bool standby; /* restored ahead for a warm create: invisible until a create takes it */
 	char path[80];
 	char template_name[33];
 	char backend[16];
@@ -129,6 +131,13 @@ int sandbox_create_from_image(struct supervisor *s, struct template *t, const ch
 int sandbox_create_restoring(struct supervisor *s, sd_bus_message *m, struct template *t,
 			     const char *backend, uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait,
 			     int image_fd, const char *tag, sd_bus_error *err);
+/* Visible on D-Bus: created (a slot claimed) and not a standby. */
+bool sandbox_visible(const struct sandbox *sb);
+/* Restore image_fd (tag) into a standby sandbox of t. */
+struct sandbox *sandbox_create_standby(struct supervisor *s, struct template *t,
+				       const char *backend, int image_fd, const char *tag);
+/* A create takes a standby sandbox: it becomes visible and m is answered at once. */
+void sandbox_take_standby(struct sandbox *sb, sd_bus_message *m);
 /* A cold create nobody waits for; returns the sandbox (NULL on error). */
 struct sandbox *sandbox_create_internal(struct supervisor *s, struct template *t,
 					const char *backend);

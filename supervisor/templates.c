@@ -54,9 +54,11 @@ template_save(struct supervisor *s, struct template *t)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	fprintf(f, "rootfs=%s\nport=%u\nmemory=%llu\nallow_outbound=%d\nidle_ms=%u\nwarm=%d\n",
+	fprintf(f,
+		"rootfs=%s\nport=%u\nmemory=%llu\nallow_outbound=%d\nidle_ms=%u\nwarm=%d\n"
+		"standby=%u\n",
 		t->rootfs, t->port, (unsigned long long)t->memory_limit, t->allow_outbound, t->idle_ms,
-		t->warm);
+		t->warm, t->standby);
 	for (size_t i = 0; i < t->argc; i++)
 		fprintf(f, "arg=%s\n", t->argv[i]);
 	fclose(f);
@@ -87,6 +89,8 @@ template_kv(const char *k, const char *v, void *ud)
 		t->idle_ms = (uint32_t)strtoul(v, NULL, 10);
 	else if (!strcmp(k, "warm"))
 		t->warm = atoi(v) != 0;
+	else if (!strcmp(k, "standby"))
+		t->standby = (unsigned)strtoul(v, NULL, 10);
 	else if (!strcmp(k, "arg")) {
 		t->argv = realloc(t->argv, (t->argc + 2) * sizeof *t->argv);
 		t->argv[t->argc++] = strdup(v);

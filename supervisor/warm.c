@@ -2,7 +2,8 @@
  * its app answers, checkpointed into the tag warm-<name> (warm-<name>-vm for microVMs; never
  * compressed) and thrown away;
  * from then on every create of the template restores that image. Until the image exists,
- * creates start cold. Removing the tag (RemoveTag) makes the next create warm it again. */
+ * creates start cold. Removing the tag (RemoveTag) makes the next create warm it again.
+ * With the template option standby=N, N sandboxes per backend are kept restored ahead. */
 #include "log.h"
 #include "macro.h"
 #include "supervisor.h"
@@ -74,32 +75,73 @@ warm_done(const char *template_name, const char *backend, bool ok)
 		 ok ? "ready" : "failed; creates stay cold");
 }
 
+/* Standby sandboxes: a warm template with standby=N keeps N sandboxes per backend restored
+ * from its warm image ahead of time, invisible; a create takes one (it is already routed and
+ * answering, so the create costs a D-Bus call) and another is restored behind it. */
+static struct sandbox *
+standby_find(const char *template_name, const char *backend, bool ready, unsigned *count)
+{
+	struct sandbox *found = NULL;
+	*count = 0;
+	for (struct sandbox *sb = sup->sandboxes; sb; sb = sb->next) {
+		if (!sb->standby || strcmp(sb->template_name, template_name) ||
+		    strcmp(sb->backend, backend) || sb->state == SANDBOX_FAILED ||
+		    sb->state == SANDBOX_EXITED || sb->state == SANDBOX_DESTROYING)
+			continue;
+		(*count)++;
+		if (ready && !found &&
+		    (sb->state == SANDBOX_RUNNING || sb->state == SANDBOX_FROZEN))
+			found = sb;
+	}
+	return found;
+}
+
+static void
+standby_refill(struct template *t, const char *backend, int image_fd, const char *tag)
+{
+	unsigned have;
+	standby_find(t->name, backend, false, &have);
+	for (; have < t->standby; have++)
+		if (!sandbox_create_standby(sup, t, backend, image_fd, tag))
+			return;
+}
+
 static void
 warm_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
 	struct warm_create_ctx *c = ud;
 	struct template *t = template_find(sup, c->template_name);
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	int k;
-	if (!t)
+	int k = 0;
+	if (!c->m) {
+		/* only refilling the standby sandboxes */
+		if (t && r == 0 && n_fds == 1) {
+			char tag[64];
+			warm_tag(t->name, c->backend, tag, sizeof tag);
+			standby_refill(t, c->backend, fds[0], tag);
+		}
+	} else if (!t)
 		k = sd_bus_error_setf(&e, ERR("NoSuchTemplate"), "Template %s was removed",
 				      c->template_name);
 	else if (r == 0 && n_fds == 1) {
 		char tag[64];
 		warm_tag(t->name, c->backend, tag, sizeof tag);
-		k = sandbox_create_restoring(sup, c->m, t, c->backend, c->pool_timeout_ms, c->start_timeout_ms,
-					     c->wait, fds[0], tag, &e);
+		k = sandbox_create_restoring(sup, c->m, t, c->backend, c->pool_timeout_ms,
+					     c->start_timeout_ms, c->wait, fds[0], tag, &e);
+		if (k >= 0)
+			standby_refill(t, c->backend, fds[0], tag);
 	} else {
 		/* no (valid) warm image yet: this create starts cold, and one is taken */
 		k = sandbox_create(sup, c->m, t, c->backend, c->pool_timeout_ms,
 				   c->start_timeout_ms, c->wait, &e);
 		warm_build(t, c->backend);
 	}
-	if (k < 0)
+	if (k < 0 && c->m)
 		sd_bus_reply_method_error(c->m, &e);
 	sd_bus_error_free(&e);
 	ipc_close_fds(fds, n_fds);
-	sd_bus_message_unref(c->m);
+	if (c->m)
+		sd_bus_message_unref(c->m);
 	free(c);
 }
 
@@ -107,8 +149,14 @@ int
 warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
 	    uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait)
 {
+	unsigned have;
+	struct sandbox *sb = t->standby ? standby_find(t->name, backend, true, &have) : NULL;
+	if (sb) {
+		sandbox_take_standby(sb, m);
+		m = NULL; /* answered: what follows only restores the next standby */
+	}
 	struct warm_create_ctx *c = calloc(1, sizeof *c);
-	c->m = sd_bus_message_ref(m);
+	c->m = m ? sd_bus_message_ref(m) : NULL;
 	snprintf(c->template_name, sizeof c->template_name, "%s", t->name);
 	snprintf(c->backend, sizeof c->backend, "%s", backend);
 	c->pool_timeout_ms = pool_timeout_ms;

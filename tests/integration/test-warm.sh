@@ -1,6 +1,7 @@
 #!/bin/bash
 # Warm templates: the first create of a warm template starts cold and Warren takes the
-# template's image (tag warm-<name>) from a sandbox of its own; later creates restore it.
+# template's image (tag warm-<name>) from a sandbox of its own; later creates restore it. With
+# standby=1 one more is kept restored ahead, invisible, and a create takes it at once.
 source "$(dirname "$0")/lib.sh"
 warren_start
 mgr AddTemplate ssasqta{sv} -- warmweb /var/lib/warren/templates/web/rootfs 7 /bin/busybox httpd -f -p 8080 -h /www 8080 67108864 1 warm b true
@@ -17,3 +18,23 @@ warrenctl rmtag warm-warmweb
 c=$(create warmweb wait)
 expect "without its image a create is cold again" test -z "$(sbprop "$c" Image)"
 expect "and the image is taken again" wait_for 60 sh -c "busctl --system call org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager ListTags | grep -q warm-warmweb"
+
+# standby sandboxes: restored ahead from the warm image, invisible until a create takes one
+for s in $(warrenctl list | tail -n +2 | cut -d' ' -f1); do warrenctl destroy "$s"; done # the pool has 6 slots
+mgr AddTemplate ssasqta{sv} -- sbweb /var/lib/warren/templates/web/rootfs 7 /bin/busybox httpd -f -p 8080 -h /www 8080 67108864 2 warm b true standby u 1
+d=$(create sbweb wait)
+expect "the warm image of sbweb appears" wait_for 60 sh -c "busctl --system call org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager ListTags | grep -q warm-sbweb"
+expect "its warming sandbox is gone" wait_for 20 sh -c "[ \$(warrenctl list | grep -c sbweb) = 1 ]"
+e=$(create sbweb wait)
+expect "a create restores it (and a standby is restored behind it)" test "$(sbprop "$e" Image)" = warm-sbweb
+expect "the standby is not listed" wait_for 20 sh -c "[ \$(warrenctl list | grep -c sbweb) = 2 ]"
+expect "nor on the bus" test "$(busctl --system tree org.warren.Warren1 | grep -c sandbox/)" = "$(warrenctl list | tail -n +2 | wc -l)"
+sleep 1 # the standby's restore
+t0=$(date +%s%N)
+f=$(create sbweb)
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+expect "the next create takes the standby and answers at once" sh -c "curl -fsS --max-time 10 $(sb_url "$f") | grep -q Hello"
+log "create from a standby: $ms ms to the reply (one restore is ~200 ms)"
+expect "it is running already" test "$(sbprop "$f" State)" = running
+expect "it is listed now" wait_for 5 sh -c "warrenctl list | grep -q $f"
+expect "another standby is restored behind it" wait_for 30 sh -c "[ \$(ls $T/state/sandboxes | wc -l) -gt \$(warrenctl list | tail -n +2 | wc -l) ]"
