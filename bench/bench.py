@@ -334,7 +334,7 @@ def bench_snapshot(quick):
     """Seed rows G5/G6/B1 on gVisor: fork of a tag (all children answering) against plain
     runsc restores of the same image, and the pause of a snapshotted (branched) parent."""
     rounds = 1 if quick else 5
-    fork_w, fork_b, pause, one_w, one_b = [], [], [], [], []
+    fork_w, fork_b, pause, one_w, one_b, f20_w, f20_b = [], [], [], [], [], [], []
     _, parent = warren_create("web")
     for rnd in range(rounds):
         tag = f"bench{rnd}{int(time.time()) % 100000}"
@@ -342,7 +342,7 @@ def bench_snapshot(quick):
         sh(["warrenctl", "snapshot", parent, tag])
         wait_http(f"http://127.0.0.1:8300/s/{parent}/", interval=0.002)
         pause.append((now() - t0) * 1000)
-        for count, dest, base in ((5, fork_w, fork_b), (1, one_w, one_b)):
+        for count, dest, base in ((5, fork_w, fork_b), (1, one_w, one_b), (20, f20_w, f20_b)):
             t0 = now()
             ids = sh(["warrenctl", "fork", tag, str(count)]).stdout.split()
             with cf.ThreadPoolExecutor(count) as ex:
@@ -406,6 +406,8 @@ def bench_snapshot(quick):
                 "plain `runsc restore` of the same image", target="<= 100 ms")]
     return rows + [row("fork of a web tag: 1 child answering", one_w, one_b, "plain `runsc restore` of the image"),
             row("fork of a web tag: 5 children answering", fork_w, fork_b, "5 plain `runsc restore` at once"),
+            row("fork of a web tag: 20 children answering", f20_w, f20_b, "20 plain `runsc restore` at once",
+                target="<= 0.5x"),
             row("branch/snapshot: parent pause (checkpoint -> answers again)", pause)]
 
 
