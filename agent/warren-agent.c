@@ -1,6 +1,8 @@
 /* warren-agent: PID 1 of a Warren microVM guest (a small static binary in the guest's
  * initramfs). In order:
- *   1. mount /proc, /sys, /dev, /tmp, /run;
+ *   1. mount /proc, /sys, /dev, /tmp, /run; with warren.root=disk (a template too big to
+ *      unpack into RAM) first load the modules and make a read-only ext4 disk, under a tmpfs
+ *      overlay for the VM's own writes, the root, as switch_root does;
  *   2. start the template's program (warren.argv=, warren.env= on the kernel command line) at
  *      once: it can bind its port before the network exists, and everything below runs while
  *      it loads (the seed's "program started before the agent's imports");
@@ -146,6 +148,28 @@ mount_basics(void)
 	mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
 	mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
 	mkdir("/run/warren", 0755);
+}
+
+static int
+switch_to_disk_root(void)
+{
+	struct stat st;
+	for (int i = 0; i < 2000 && stat("/dev/vda", &st) < 0; i++)
+		usleep(5000);
+	mkdir("/lower", 0755);
+	mkdir("/rw", 0755);
+	mkdir("/newroot", 0755);
+	if (mount("/dev/vda", "/lower", "ext4", MS_RDONLY, NULL) < 0 ||
+	    mount("tmpfs", "/rw", "tmpfs", 0, "mode=0755") < 0)
+		return -1;
+	mkdir("/rw/upper", 0755);
+	mkdir("/rw/work", 0755);
+	if (mount("overlay", "/newroot", "overlay", 0,
+		  "lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work") < 0 ||
+	    chdir("/newroot") < 0 || mount("/newroot", "/", NULL, MS_MOVE, NULL) < 0 ||
+	    chroot(".") < 0 || chdir("/") < 0)
+		return -1;
+	return 0;
 }
 
 static pid_t
@@ -462,6 +486,17 @@ main(void)
 		cmdline[n > 0 ? n : 0] = 0;
 		close(fd);
 	}
+	/* A template whose tree is too big for RAM comes as a read-only ext4 disk: mount it under
+	 * a tmpfs overlay (the VM's own writes) and make that the root, as switch_root does. */
+	bool disk = strstr(cmdline, "warren.root=disk") != NULL;
+	if (disk) {
+		load_modules();
+		if (switch_to_disk_root() < 0) {
+			say("cannot mount the root disk: %s\n", strerror(errno));
+			reboot(RB_POWER_OFF);
+		}
+		mount_basics();
+	}
 	char **argv = cmdline_vector(cmdline, "warren.argv");
 	char **env = cmdline_vector(cmdline, "warren.env");
 	if (!argv || !argv[0]) {
@@ -480,7 +515,8 @@ main(void)
 	app_pid = start_program(argv, env, console, console);
 	if (console >= 0)
 		close(console);
-	load_modules();
+	if (!disk)
+		load_modules();
 	setup_network();
 	int port = open_port();
 	if (port < 0) {

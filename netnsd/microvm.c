@@ -93,7 +93,8 @@ guest_cmdline(const struct microvm_config *c, const struct microvm_start *s, cha
 		 tsc_khz(),
 		 opts ? opts : "quiet i8042.noaux i8042.nomux i8042.nopnp i8042.dumbkbd");
 	char *p = buf, *end = buf + size;
-	p += snprintf(p, (size_t)(end - p), "%s warren.argv=", base);
+	p += snprintf(p, (size_t)(end - p), "%s%s warren.argv=", base,
+		      s->root_disk ? " warren.root=disk" : "");
 	hex_append(&p, end, s->argv, s->argc);
 	if (p + 16 >= end)
 		return -E2BIG;
@@ -183,6 +184,7 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s)
 	struct vmm_launch l = {.binary = c->qemu,
 			       .kernel = c->kernel,
 			       .initrd = s->initrd,
+			       .root_disk = s->root_disk,
 			       .cmdline = cmdline,
 			       .ram_path = ram,
 			       .ram_private = s->image_fd >= 0,

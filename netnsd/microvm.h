@@ -26,6 +26,7 @@ struct microvm_start {
 	const char *bundle; /* per-VM directory: sockets, logs */
 	const char *cgroup; /* relative cgroup path, created here */
 	const char *initrd; /* the template's vm-initramfs.cpio */
+	const char *root_disk; /* the template's vm-rootfs.ext4 (read-only), or NULL */
 	char *const *argv;
 	size_t argc;
 	char *const *env;

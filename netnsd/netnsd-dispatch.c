@@ -307,6 +307,14 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 					      "no microVM image for %s (build it with "
 					      "warren-vm-image)",
 					      q->rootfs);
+		/* and its root disk, if it has one, is a file inside the templates dir too */
+		snprintf(initrd, sizeof initrd, "%s/../vm-rootfs.ext4", real);
+		if (lstat(initrd, &st) == 0 &&
+		    (!realpath(initrd, ireal) || !path_is_inside(ireal, n->templates_dir) ||
+		     stat(ireal, &st) < 0 || !S_ISREG(st.st_mode)))
+			return ipc_call_error(call, -EACCES,
+					      "the root disk of %s is not a file inside %s",
+					      q->rootfs, n->templates_dir);
 	}
 	if (restore && (fstat(call->fds[1], &st) < 0 || !S_ISDIR(st.st_mode)))
 		return ipc_call_error(call, -EINVAL, "the image fd is not a directory");

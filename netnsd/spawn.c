@@ -366,6 +366,10 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 		return -EINVAL;
 	}
 	snprintf(slash, sizeof initrd - (size_t)(slash - initrd), "/vm-initramfs.cpio");
+	/* a template too big for an initramfs has a read-only root disk next to it */
+	char disk[PATH_MAX];
+	snprintf(disk, sizeof disk, "%.*s/vm-rootfs.ext4", (int)(slash - initrd), initrd);
+	bool has_disk = access(disk, R_OK) == 0;
 	int r = mkdir_p(sb->bundle, 0700);
 	if (r < 0) {
 		sb_forget(sb);
@@ -375,6 +379,7 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 				   .bundle = sb->bundle,
 				   .cgroup = sb->cgroup,
 				   .initrd = initrd,
+				   .root_disk = has_disk ? disk : NULL,
 				   .argv = q->argv,
 				   .argc = q->n_argv,
 				   .env = q->env,

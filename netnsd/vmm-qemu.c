@@ -53,6 +53,12 @@ qemu_argv(const struct vmm_launch *l, char ***out)
 	ARG("%s", l->cmdline);
 	/* The slot's address:port reaches the guest: QEMU's user network forwards it to the
 	 * fixed inner address. QEMU runs inside the slot's namespace, so this listens there. */
+	if (l->root_disk) {
+		ARG("-drive");
+		ARG("file=%s,format=raw,if=none,id=root,readonly=on", l->root_disk);
+		ARG("-device");
+		ARG("virtio-blk-device,drive=root");
+	}
 	ARG("-netdev");
 	ARG("user,id=n0,net=10.0.2.0/24,host=10.0.2.2,restrict=off,hostfwd=tcp::%u-10.0.2.15:%u",
 	    l->port, l->port);

@@ -8,6 +8,7 @@
 struct vmm_launch {
 	const char *binary;
 	const char *kernel, *initrd, *cmdline;
+	const char *root_disk; /* read-only root filesystem image, or NULL */
 	const char *ram_path; /* RAM file: shared (cold boot) or mapped private (restore) */
 	int ram_private;      /* restore: MAP_PRIVATE, so clones share the page cache */
 	uint64_t ram_bytes;

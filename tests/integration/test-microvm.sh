@@ -86,10 +86,26 @@ done; true' || true
 expect "a VM whose program exited is failed" wait_for 30 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$c org.warren.Warren1.Sandbox State)\" != 's \"running\"' ]"
 log "reason: $(sbprop "$c" Reason)"
 
+# the app template (Python, 64 MiB heap): its 200 MiB tree is a read-only ext4 root disk under
+# a tmpfs overlay, not an initramfs
+out=$(mgr CreateSandbox sa{sv} app 3 wait b true backend s microvm start_timeout_ms u 120000 2>&1) ||
+	out=$(mgr CreateSandbox sa{sv} app 3 wait b true backend s microvm start_timeout_ms u 120000)
+a=$(echo "$out" | awk '{print $2}' | tr -d '"')
+expect "an app microVM answers with its heap" sh -c "curl -fsS --max-time 10 $(sb_url "$a") | grep -q heap_mib"
+expect "its root is the disk under an overlay" sh -c "warrenctl exec $a -- /bin/cat /proc/mounts | grep -q '^overlay / overlay'"
+warrenctl exec "$a" -- /bin/sh -c 'echo app-state > /tmp/marker' || fail "exec"
+call "/org/warren/Warren1/sandbox/$a" org.warren.Warren1.Sandbox Snapshot s vmapp >/dev/null
+ac=$(warrenctl fork vmapp 1)
+expect "a child of the app VM answers and walks its heap" wait_for 60 sh -c "curl -fsS --max-time 10 $(sb_url "$ac")touch | grep -q touched_mib"
+expect "it has the parent's state and its own id" test "$(warrenctl exec "$ac" -- /bin/cat /tmp/marker /run/warren/id)" = "app-state
+$ac"
+ids="$ids $a $ac"
+
 for s in $id $ids; do warrenctl destroy "$s"; done
 expect "no VMM is left" wait_for 10 sh -c "! pgrep -f '^/usr/bin/qemu-system-x86_64.*$T/netnsd' >/dev/null"
 expect "no RAM file is left" sh -c "[ -z \"\$(ls -A $VM_RAM_DIR 2>/dev/null)\" ]"
 expect "no cgroup is left" wait_for 10 sh -c "! ls -d /sys/fs/cgroup/*$CGROUP_PARENT/*/ /sys/fs/cgroup$CGROUP_PARENT/*/ 2>/dev/null | grep -q ."
 warrenctl rmtag vm1
 warrenctl rmtag vm2
+warrenctl rmtag vmapp
 log "all done"
