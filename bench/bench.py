@@ -118,9 +118,9 @@ def plain_ns(i):
        f"ip -n wbp{i} route add default via 10.250.{i}.1")
 
 
-def plain_start(i, cid, *runsc_args):
-    """plain runsc (run or restore ...) of the web bundle in namespace wbp<i>, until it answers"""
-    b = bundle("web", cid, netns=f"wbp{i}")
+def plain_start(i, cid, *runsc_args, template="web"):
+    """plain runsc (run or restore ...) of a template's bundle in namespace wbp<i>, until it answers"""
+    b = bundle(template, cid, netns=f"wbp{i}")
     sh(runsc_cmd(*runsc_args, "--bundle", b, "--detach", cid).replace(f"netns/{BENCH_NS}", f"netns/wbp{i}"))
     if not wait_http(f"http://10.250.{i}.2:8080/", interval=0.005):
         raise RuntimeError(f"plain runsc {runsc_args[0]} did not answer")
@@ -361,7 +361,51 @@ def bench_snapshot(quick):
             base.append((now() - t0) * 1000)
             plain_cleanup(cids)
         sh(["warrenctl", "rmtag", tag])
+    # branch: the parent goes on, children from the image just written, all answering
+    branch_w = []
+    for rnd in range(1 if quick else 3):
+        tag = f"benchbr{rnd}{int(time.time()) % 100000}"
+        end = now() + 60  # the last branch restored the parent: it must run again first
+        while sandbox_prop(parent, "State") != "running" and now() < end:
+            time.sleep(0.05)
+        t0 = now()
+        out = sh(["busctl", "call", "org.warren.Warren1", "/org/warren/Warren1",
+                  "org.warren.Warren1.Manager", "BranchSandbox", "ssu", parent, tag, "3"]).stdout
+        ids = re.findall(r'"([0-9a-f]{12})"', out)
+        with cf.ThreadPoolExecutor(4) as ex:
+            list(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", interval=0.005),
+                        ids + [parent]))
+        branch_w.append((now() - t0) * 1000)
+        for i in ids:
+            warren_destroy(i)
+        sh(["warrenctl", "rmtag", tag])
     warren_destroy(parent)
+    # fork of 10 app children (Python, 64 MiB heap) against 10 plain restores of the image
+    app_w, app_b = [], []
+    _, aparent = warren_create("app")
+    for rnd in range(1 if quick else 2):
+        tag = f"benchapp{rnd}{int(time.time()) % 100000}"
+        sh(["warrenctl", "snapshot", aparent, tag])
+        wait_http(f"http://127.0.0.1:8300/s/{aparent}/", interval=0.005)
+        t0 = now()
+        ids = sh(["warrenctl", "fork", tag, "10"]).stdout.split()
+        with cf.ThreadPoolExecutor(10) as ex:
+            list(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=120,
+                                            interval=0.01), ids))
+        app_w.append((now() - t0) * 1000)
+        for i in ids:
+            warren_destroy(i)
+        for i in range(10):
+            plain_ns(i)
+        image = f"--image-path=/var/lib/warren/images/{tag}"
+        t0 = now()
+        with cf.ThreadPoolExecutor(10) as ex:
+            cids = list(ex.map(lambda i: plain_start(i, f"benchra{rnd}{i:03d}", "restore", image,
+                                                     template="app"), range(10)))
+        app_b.append((now() - t0) * 1000)
+        plain_cleanup(cids)
+        sh(["warrenctl", "rmtag", tag])
+    warren_destroy(aparent)
     # warm template: the same web app, restored from its warm image on every create
     sh(["busctl", "call", "org.warren.Warren1", "/org/warren/Warren1", "org.warren.Warren1.Manager",
         "AddTemplate", "ssasqta{sv}", "--", "warmweb", f"{TEMPLATES}/web/rootfs", "7", "/bin/busybox",
@@ -408,7 +452,9 @@ def bench_snapshot(quick):
             row("fork of a web tag: 5 children answering", fork_w, fork_b, "5 plain `runsc restore` at once"),
             row("fork of a web tag: 20 children answering", f20_w, f20_b, "20 plain `runsc restore` at once",
                 target="<= 0.5x"),
-            row("branch/snapshot: parent pause (checkpoint -> answers again)", pause)]
+            row("branch/snapshot: parent pause (checkpoint -> answers again)", pause, target="<= 80 ms"),
+            row("branch of a web sandbox into 3: parent and children all answering", branch_w),
+            row("fork of an app tag: 10 children answering", app_w, app_b, "10 plain `runsc restore` at once")]
 
 
 # ---------------------------------------------------------------- microVM (qemu driver, TCG here)
