@@ -678,7 +678,14 @@ sandbox_on_event(const IpcResponse *ev)
 			return;
 		char reason[128];
 		const Warren__V1__SandboxExitedEvent *e = ev->sandbox_exited;
-		if (e->signal)
+		if (!strcmp(sb->backend, "microvm") && !e->signal && e->exit_status == 0)
+			/* the agent powers the guest off when the program ends; its status is on
+			 * the guest console (netnsd --vm-console) */
+			snprintf(reason, sizeof reason, "its program ended and the microVM powered off");
+		else if (!strcmp(sb->backend, "microvm"))
+			snprintf(reason, sizeof reason, "its VMM died (%s %d)",
+				 e->signal ? "signal" : "status", e->signal ? e->signal : e->exit_status);
+		else if (e->signal)
 			snprintf(reason, sizeof reason, "its app was killed by signal %d", e->signal);
 		else
 			snprintf(reason, sizeof reason, "its app exited with status %d",

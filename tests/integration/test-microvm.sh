@@ -84,7 +84,7 @@ warrenctl exec "$c" -- /bin/busybox sh -c 'for p in /proc/[0-9]*; do
 	[ "$(tr "\0" " " <$p/cmdline)" = "/bin/busybox httpd -f -p 8080 -h /www " ] && kill ${p#/proc/}
 done; true' || true
 expect "a VM whose program exited is failed" wait_for 30 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$c org.warren.Warren1.Sandbox State)\" != 's \"running\"' ]"
-log "reason: $(sbprop "$c" Reason)"
+expect "with a reason that says so ($(sbprop "$c" Reason))" sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$c org.warren.Warren1.Sandbox Reason | grep -q 'powered off'"
 
 # the app template (Python, 64 MiB heap): its 200 MiB tree is a read-only ext4 root disk under
 # a tmpfs overlay, not an initramfs
