@@ -365,13 +365,12 @@ microvm_finish_restore(const char *bundle, const char *id)
 	return r;
 }
 
-/* Copy the RAM file's data (not its holes) into the image. */
+/* Copy the non-zero pages of from's data (not its holes) into to at the same offsets,
+ * except those marked in skip (NULL: none). to is a fresh file of the right size: pages the
+ * guest touched but left zero, like holes, stay holes in the image. */
 static int
-copy_sparse(int from, int to)
+copy_nonzero_pages(int from, int to, const uint8_t *skip)
 {
-	struct stat st;
-	if (fstat(from, &st) < 0 || ftruncate(to, st.st_size) < 0)
-		return -errno;
 	static char buf[1 << 20];
 	off_t off = 0;
 	for (;;) {
@@ -381,13 +380,15 @@ copy_sparse(int from, int to)
 		off_t hole = lseek(from, data, SEEK_HOLE);
 		if (hole < 0)
 			return -errno;
-		for (off_t p = data; p < hole;) {
+		for (off_t p = data & ~4095; p < hole;) {
 			size_t want = (size_t)(hole - p) < sizeof buf ? (size_t)(hole - p) : sizeof buf;
 			ssize_t k = pread(from, buf, want, p);
 			if (k <= 0)
 				return k < 0 ? -errno : -EIO;
-			/* pages the guest touched but left zero stay holes in the image */
 			for (ssize_t pg = 0; pg < k; pg += 4096) {
+				uint64_t n = (uint64_t)(p + pg) / 4096;
+				if (skip && (skip[n / 8] >> (n % 8) & 1))
+					continue;
 				size_t len = (size_t)(k - pg) < 4096 ? (size_t)(k - pg) : 4096;
 				bool zero = true;
 				for (size_t i = 0; i + 8 <= len && zero; i += 8)
@@ -467,30 +468,6 @@ copy_written_pages(pid_t pid, uint64_t start, uint64_t ram_bytes, int out, uint8
 	return 0;
 }
 
-/* The rest of a restored VM's RAM: its image's pages it did not write. */
-static int
-copy_unwritten_pages(int base, int out, const uint8_t *dirty)
-{
-	static char page[4096];
-	off_t off = 0;
-	for (;;) {
-		off_t data = lseek(base, off, SEEK_DATA);
-		if (data < 0)
-			return errno == ENXIO ? 0 : -errno;
-		off_t hole = lseek(base, data, SEEK_HOLE);
-		if (hole < 0)
-			return -errno;
-		for (off_t p = data & ~4095; p < hole; p += 4096) {
-			uint64_t pg = (uint64_t)p / 4096;
-			if (dirty[pg / 8] >> (pg % 8) & 1)
-				continue;
-			if (pread(base, page, 4096, p) != 4096 || pwrite(out, page, 4096, p) != 4096)
-				return -EIO;
-		}
-		off = hole;
-	}
-}
-
 int
 microvm_snapshot(const char *bundle, const char *id, pid_t pid, uint64_t memory_limit,
 		 int image_dirfd)
@@ -521,7 +498,7 @@ microvm_snapshot(const char *bundle, const char *id, pid_t pid, uint64_t memory_
 	/* a cold VM's RAM is a shared file: all of it is copied while paused; a restored VM
 	 * only has the pages it wrote copied while paused, its image's others afterwards */
 	if (r == 0)
-		r = cold ? copy_sparse(in, out)
+		r = cold ? copy_nonzero_pages(in, out, NULL)
 			 : copy_written_pages(pid, start, ram_bytes, out, dirty, &written);
 	/* resume in place, whatever happened: the parent goes on */
 	int rr = driver->resume(bundle);
@@ -529,7 +506,7 @@ microvm_snapshot(const char *bundle, const char *id, pid_t pid, uint64_t memory_
 	if (r == 0)
 		r = rr;
 	if (r == 0 && !cold)
-		r = copy_unwritten_pages(in, out, dirty);
+		r = copy_nonzero_pages(in, out, dirty); /* the image's pages it did not write */
 	if (r < 0)
 		vmm_log(bundle, "snapshot of %s: %s", id, strerror(-r));
 	else
