@@ -408,8 +408,7 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 		ipc_call_free(d);
 		vm_kill(sb);
 		sb_forget(sb);
-		safe_close(image_fd);
-		return r;
+		return r; /* handle_restore closes image_fd */
 	}
 	cmds->image_fd = image_fd; /* QEMU maps the RAM file through it: kept until it runs */
 	return IPC_DEFER;
