@@ -144,15 +144,14 @@ cgroup_enter(const char *rel, uint64_t limit)
 }
 
 pid_t
-microvm_launch(const struct microvm_config *c, const struct microvm_start *s)
+microvm_launch(const struct microvm_config *c, const struct microvm_start *s, int *incoming_fd)
 {
-	char cmdline[2200], ram[400], console[400], state[32];
+	char cmdline[2200], ram[400], console[400];
 	int r = guest_cmdline(c, s, cmdline, sizeof cmdline);
 	if (r < 0)
 		return r;
 	uint64_t ram_bytes = guest_ram(s->memory_limit);
 	int state_fd = -1;
-	char note[400];
 	if (s->image_fd >= 0) {
 		/* restore: the image's RAM file mapped private (named through the spawner's fd
 		 * table, opened by QEMU before it drops to its user); the device state read from an
@@ -166,19 +165,14 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s)
 			return -EINVAL; /* an image of another memory size */
 		}
 		snprintf(ram, sizeof ram, "/proc/%d/fd/%d/ram", (int)getpid(), s->image_fd);
-		snprintf(note, sizeof note, "%s/state-fd", s->bundle);
-		snprintf(state, sizeof state, "%d", state_fd);
-		file_write_atomic(note, state, strlen(state), 0600, false);
 	} else {
 		microvm_ram_path(c, s->id, ram, sizeof ram);
 		mkdir_p(c->ram_dir, 0700);
 		_cleanup_close_ int fd = open(ram, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd < 0 || ftruncate(fd, (off_t)ram_bytes) < 0)
 			return -errno;
-		/* a snapshot copies this file into the image */
-		snprintf(note, sizeof note, "%s/ram-path", s->bundle);
-		file_write_atomic(note, ram, strlen(ram), 0600, false);
 	}
+	*incoming_fd = state_fd;
 	snprintf(console, sizeof console, "%s/console.log", s->bundle);
 	char **argv = NULL;
 	struct vmm_launch l = {.binary = c->qemu,
@@ -317,15 +311,8 @@ write_full(int fd, const void *buf, size_t n)
 }
 
 int
-microvm_finish_restore(const char *bundle, const char *id)
+microvm_finish_restore(const char *bundle, const char *id, int state_fd)
 {
-	/* the launcher noted the fd number QEMU inherited the device state at */
-	char state[32];
-	int state_fd = -1;
-	char path[400];
-	snprintf(path, sizeof path, "%s/state-fd", bundle);
-	if (file_read_line(path, state, sizeof state) == 0)
-		state_fd = atoi(state);
 	struct timespec t0, t1, t2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int r = state_fd >= 0 ? driver->restore(bundle, state_fd) : -EINVAL;
@@ -469,13 +456,14 @@ copy_written_pages(pid_t pid, uint64_t start, uint64_t ram_bytes, int out, uint8
 }
 
 int
-microvm_snapshot(const char *bundle, const char *id, pid_t pid, uint64_t memory_limit,
-		 int image_dirfd)
+microvm_snapshot(const struct microvm_config *c, const char *bundle, const char *id, pid_t pid,
+		 uint64_t memory_limit, int image_dirfd)
 {
 	uint64_t ram_bytes = guest_ram(memory_limit);
-	char ram[400], note[400];
-	snprintf(note, sizeof note, "%s/ram-path", bundle);
-	bool cold = file_read_line(note, ram, sizeof ram) == 0;
+	/* a cold-booted VM has its RAM file in ram_dir; a restored one maps its image's */
+	char ram[400];
+	microvm_ram_path(c, id, ram, sizeof ram);
+	bool cold = access(ram, F_OK) == 0;
 	_cleanup_close_ int state = openat(image_dirfd, "state", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	_cleanup_close_ int out = openat(image_dirfd, "ram", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	_cleanup_close_ int in = -1;

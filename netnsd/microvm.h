@@ -41,14 +41,15 @@ struct microvm_start {
 bool microvm_available(const struct microvm_config *c);
 /* Start the VMM in the slot namespace and the sandbox's cgroup; returns its pid or -errno. A
  * restore's VMM waits for microvm_finish_restore. */
-pid_t microvm_launch(const struct microvm_config *c, const struct microvm_start *s);
+pid_t microvm_launch(const struct microvm_config *c, const struct microvm_start *s,
+		     int *incoming_fd /* restore: the fd number QEMU reads the state from */);
 
 /* Blocking steps for a forked child (0 or -errno; a message in <bundle>/vmm.log). */
-int microvm_finish_restore(const char *bundle, const char *id);
+int microvm_finish_restore(const char *bundle, const char *id, int incoming_fd);
 /* Pause, write the device state and the RAM into the image directory, resume in place. A VM
  * that was itself restored has only the pages it wrote since copied while paused. */
-int microvm_snapshot(const char *bundle, const char *id, pid_t vmm_pid, uint64_t memory_limit,
-		     int image_dirfd);
+int microvm_snapshot(const struct microvm_config *c, const char *bundle, const char *id,
+		     pid_t vmm_pid, uint64_t memory_limit, int image_dirfd);
 /* Run argv in the guest through the agent; stdout/stderr into the fds; the exit status. */
 int microvm_exec(const char *bundle, char *const *argv, size_t argc, unsigned timeout_ms,
 		 int out_fd, int err_fd);
