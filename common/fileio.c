@@ -252,3 +252,21 @@ cgroup_memory_usage(const char *rel, uint64_t *v)
 	snprintf(path, sizeof path, "%s/%s", dir, v2 ? "memory.current" : "memory.usage_in_bytes");
 	return file_read_u64(path, v);
 }
+
+int
+pwrite_nonzero_pages(int fd, const void *buf, size_t len, off_t off)
+{
+	static const char zero[4096];
+	const char *b = buf;
+	for (size_t p = 0; p < len; p += sizeof zero) {
+		size_t n = len - p < sizeof zero ? len - p : sizeof zero;
+		if (!memcmp(b + p, zero, n))
+			continue;
+		ssize_t k = pwrite(fd, b + p, n, off + (off_t)p);
+		if (k < 0)
+			return -errno;
+		if ((size_t)k != n)
+			return -EIO;
+	}
+	return 0;
+}

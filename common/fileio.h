@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Read a whole (small) file; NUL-terminated; *out freed by the caller. */
 int file_read_all(const char *path, char **out, size_t *len);
@@ -14,6 +15,9 @@ int file_write_string(const char *path, const char *s);
 /* Replace a file atomically: write a temporary, rename. With durable, fsync the file before and
  * the directory after the rename, so the new content also survives a power loss. */
 int file_write_atomic(const char *path, const void *data, size_t len, int mode, bool durable);
+/* Write the 4 KiB pages of buf (len bytes, at offset off of fd) that are not all zero, so a
+ * file sized with ftruncate keeps holes for the zero pages (guest RAM images). */
+int pwrite_nonzero_pages(int fd, const void *buf, size_t len, off_t off);
 /* Call cb for each key=value line of a small file; stops at the first negative return. */
 int file_read_kv(const char *path, int (*cb)(const char *k, const char *v, void *ud), void *ud);
 int mkdir_p(const char *path, int mode);

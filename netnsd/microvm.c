@@ -377,11 +377,9 @@ copy_nonzero_pages(int from, int to, const uint8_t *skip)
 				if (skip && (skip[n / 8] >> (n % 8) & 1))
 					continue;
 				size_t len = (size_t)(k - pg) < 4096 ? (size_t)(k - pg) : 4096;
-				bool zero = true;
-				for (size_t i = 0; i + 8 <= len && zero; i += 8)
-					zero = *(uint64_t *)(buf + pg + i) == 0;
-				if (!zero && pwrite(to, buf + pg, len, p + pg) != (ssize_t)len)
-					return -errno;
+				int r = pwrite_nonzero_pages(to, buf + pg, len, p + pg);
+				if (r < 0)
+					return r;
 			}
 			p += k;
 		}

@@ -196,14 +196,8 @@ decompress_file(int dirfd, const char *zname, int outdir, const char *name)
 				break;
 			}
 			/* zero runs stay holes: a microVM's RAM file is mostly untouched */
-			for (size_t p = 0; p < ob.pos; p += 4096) {
-				size_t len = ob.pos - p < 4096 ? ob.pos - p : 4096;
-				bool zero = true;
-				for (size_t i = 0; i < len && zero; i++)
-					zero = obuf[p + i] == 0;
-				if (!zero && pwrite(out, obuf + p, len, pos + (off_t)p) != (ssize_t)len)
-					r = -EIO;
-			}
+			if (pwrite_nonzero_pages(out, obuf, ob.pos, pos) < 0)
+				r = -EIO;
 			pos += (off_t)ob.pos;
 		}
 		if (r < 0)
