@@ -10,15 +10,19 @@
  *      fixed inner address 10.0.2.15/24 via 10.0.2.2 (every VM and every clone has the same
  *      inner address: the host reaches each one through its own namespace, see
  *      docs/MICROVM.md);
- *   4. answer the host on the virtio-serial port "org.warren.agent", one request per line:
+ *   4. answer the host on the virtio-serial port "org.warren.agent" (QEMU) or, with
+ *      warren.agent=vsock (Firecracker, which has no virtio-serial), on vsock port 1024 after
+ *      loading the modules in /etc/warren/modules-vsock; one request per line:
  *        ping                  -> ok
  *        clock <sec> <nsec>    -> ok      (after every restore: the guest clock stood still)
  *        id <sandbox id>       -> ok      (after every restore: clones must not share it;
  *                                          read it from /run/warren/id)
  *        exec <ms> <len>\n<len bytes: argv, NUL-separated>
  *                              -> exit <status> <outlen> <errlen>\n<stdout><stderr>
- * When the program exits, the agent writes why on the console and powers the VM off, so the
- * VMM exits and the host reports the sandbox gone. */
+ * When the program exits, the agent writes why on the console and powers the VM off (or, with
+ * warren.halt=reboot, reboots it: Firecracker exits on a reboot), so the VMM exits and the host
+ * reports the sandbox gone. Module parameters on the command line (Firecracker's
+ * virtio_mmio.device=...) are passed to the modules, as modprobe would. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,13 +48,26 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <linux/vm_sockets.h>
 
 #define INNER_ADDR "10.0.2.15"
 #define INNER_GW "10.0.2.2"
 #define PORT_NAME "org.warren.agent"
 #define MAX_FILE (64 * 1024)
+#define AGENT_VSOCK_PORT 1024
 
 static pid_t app_pid;
+static char cmdline[4096];
+
+/* The program ended or set-up failed: end the VM the way its VMM notices. */
+static void
+vm_end(void)
+{
+	sync();
+	reboot(strstr(cmdline, "warren.halt=reboot") ? RB_AUTOBOOT : RB_POWER_OFF);
+	for (;;)
+		pause();
+}
 
 static void
 say(const char *fmt, ...)
@@ -190,13 +207,38 @@ start_program(char **argv, char **env, int out_fd, int err_fd)
 	_exit(127);
 }
 
+/* "<module>.<param>=<value>" words of the command line, as "<param>=<value> ..." */
 static void
-load_modules(void)
+module_params(const char *path, char *out, size_t size)
 {
-	char **mods = read_vector("/etc/warren/modules");
+	const char *base = strrchr(path, '/');
+	char name[64];
+	snprintf(name, sizeof name, "%s", base ? base + 1 : path);
+	name[strcspn(name, ".")] = 0;
+	for (char *c = name; *c; c++)
+		if (*c == '-')
+			*c = '_';
+	size_t n = strlen(name), used = 0;
+	out[0] = 0;
+	for (const char *w = cmdline; *w;) {
+		size_t len = strcspn(w, " \n");
+		if (len > n + 1 && !strncmp(w, name, n) && w[n] == '.' && used + len - n < size)
+			used += (size_t)snprintf(out + used, size - used, "%s%.*s", used ? " " : "",
+						 (int)(len - n - 1), w + n + 1);
+		w += len;
+		w += strspn(w, " \n");
+	}
+}
+
+static void
+load_modules(const char *list)
+{
+	char **mods = read_vector(list);
 	for (size_t i = 0; mods && mods[i]; i++) {
+		char params[512];
+		module_params(mods[i], params, sizeof params);
 		int fd = open(mods[i], O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || syscall(SYS_finit_module, fd, "", 0) < 0)
+		if (fd < 0 || syscall(SYS_finit_module, fd, params, 0) < 0)
 			if (errno != EEXIST)
 				say("module %s: %s\n", mods[i], strerror(errno));
 		if (fd >= 0)
@@ -317,8 +359,7 @@ reap(void)
 			say("program exited with status %d\n", WEXITSTATUS(status));
 		else
 			say("program killed by signal %d\n", WTERMSIG(status));
-		sync();
-		reboot(RB_POWER_OFF);
+		vm_end();
 	}
 }
 
@@ -408,11 +449,30 @@ handle(int port, char *line, char *rest, size_t rest_len)
 	return 0;
 }
 
+/* Listen on vsock for the host (Firecracker's socket forwards "CONNECT 1024" here). */
+static int
+vsock_listen(void)
+{
+	load_modules("/etc/warren/modules-vsock");
+	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_vm sa = {.svm_family = AF_VSOCK,
+				 .svm_cid = VMADDR_CID_ANY,
+				 .svm_port = AGENT_VSOCK_PORT};
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 4) < 0) {
+		say("vsock port %d: %s\n", AGENT_VSOCK_PORT, strerror(errno));
+		return -1;
+	}
+	return fd;
+}
+
+/* Serve the host: on the virtio-serial port (port, listener < 0), or on connections accepted
+ * from listener (vsock; one at a time, the newest wins). */
 static void
-serve(int port)
+serve(int port, int listener)
 {
 	static char buf[MAX_FILE + 4096];
 	size_t have = 0;
+	bool vsock = listener >= 0;
 	/* Sleep until something happens, never spin (every wake-up costs the host CPU under TCG):
 	 * SIGCHLD for children, and SIGIO, which virtio_console sends when the host opens or
 	 * closes the port. While no host is connected the port polls as hung up and reads 0, so
@@ -423,25 +483,43 @@ serve(int port)
 	sigaddset(&set, SIGIO);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	fcntl(port, F_SETOWN, getpid());
-	fcntl(port, F_SETFL, fcntl(port, F_GETFL) | O_ASYNC | O_NONBLOCK);
-	bool host = true;
+	if (!vsock) {
+		fcntl(port, F_SETOWN, getpid());
+		fcntl(port, F_SETFL, fcntl(port, F_GETFL) | O_ASYNC | O_NONBLOCK);
+	}
+	bool host = !vsock;
 	for (;;) {
-		struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {port, POLLIN, 0}};
-		if (poll(pfd, host ? 2 : 1, -1) < 0)
+		struct pollfd pfd[3] = {
+			{sfd, POLLIN, 0}, {listener, POLLIN, 0}, {host ? port : -1, POLLIN, 0}};
+		if (poll(pfd, 3, -1) < 0)
 			continue;
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof si) == sizeof si)
 				;
 			reap();
-			host = true; /* the port may have opened: try it */
+			if (!vsock)
+				host = true; /* the port may have opened: try it */
+		}
+		if (pfd[1].revents & POLLIN) {
+			int c = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (c >= 0) {
+				if (port >= 0)
+					close(port);
+				port = c;
+				have = 0;
+				host = true;
+			}
 		}
 		if (!host)
 			continue;
 		ssize_t k = read(port, buf + have, sizeof buf - have - 1);
 		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
-			host = false; /* no host on the other end: wait for SIGIO */
+			host = false; /* no host on the other end: wait for SIGIO or the next one */
+			if (vsock) {
+				close(port);
+				port = -1;
+			}
 			continue;
 		}
 		if (k < 0)
@@ -479,7 +557,6 @@ main(void)
 	 * with /dev/null, or the first fds opened below would become a child's stdio. */
 	for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd < 2; fd = open("/dev/null", O_RDWR))
 		;
-	char cmdline[4096] = "";
 	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		ssize_t n = read(fd, cmdline, sizeof cmdline - 1);
@@ -490,10 +567,10 @@ main(void)
 	 * a tmpfs overlay (the VM's own writes) and make that the root, as switch_root does. */
 	bool disk = strstr(cmdline, "warren.root=disk") != NULL;
 	if (disk) {
-		load_modules();
+		load_modules("/etc/warren/modules");
 		if (switch_to_disk_root() < 0) {
 			say("cannot mount the root disk: %s\n", strerror(errno));
-			reboot(RB_POWER_OFF);
+			vm_end();
 		}
 		mount_basics();
 	}
@@ -501,7 +578,7 @@ main(void)
 	char **env = cmdline_vector(cmdline, "warren.env");
 	if (!argv || !argv[0]) {
 		say("no warren.argv= on the kernel command line\n");
-		reboot(RB_POWER_OFF);
+		vm_end();
 	}
 	for (char **e = env; e && *e; e++)
 		if (!strncmp(*e, "WARREN_SANDBOX_ID=", 18)) {
@@ -516,11 +593,13 @@ main(void)
 	if (console >= 0)
 		close(console);
 	if (!disk)
-		load_modules();
+		load_modules("/etc/warren/modules");
 	setup_network();
-	int port = open_port();
-	if (port < 0) {
-		say("no virtio-serial port %s\n", PORT_NAME);
+	bool vsock = strstr(cmdline, "warren.agent=vsock") != NULL;
+	int listener = vsock ? vsock_listen() : -1;
+	int port = vsock ? -1 : open_port();
+	if (port < 0 && listener < 0) {
+		say("no channel to the host (virtio-serial port %s, or vsock)\n", PORT_NAME);
 		DIR *d = opendir("/sys/bus/virtio/devices");
 		struct dirent *e;
 		while (d && (e = readdir(d)))
@@ -531,6 +610,6 @@ main(void)
 		}
 	}
 	say("ready\n");
-	serve(port);
+	serve(port, listener);
 	return 0;
 }

@@ -28,8 +28,13 @@ usage(void)
 	       "/var/lib/warren/templates)\n"
 	       "  --runtime-dir DIR    runsc state and bundles (default /run/warren/netnsd)\n"
 	       "  --cgroup-parent P    sandbox cgroups go under P (default /warren)\n"
-	       "  --qemu PATH          microVM backend's VMM (default /usr/bin/qemu-system-x86_64)\n"
-	       "  --vm-kernel PATH     guest kernel (default /var/lib/warren/vm/vmlinuz)\n"
+	       "  --vmm NAME           microVM driver: qemu (default) or firecracker (KVM hosts)\n"
+	       "  --qemu PATH          the qemu driver's VMM (default /usr/bin/qemu-system-x86_64)\n"
+	       "  --firecracker PATH   the firecracker driver's VMM (default /usr/bin/firecracker)\n"
+	       "  --vm-net user|tap    qemu: user-mode network (default) or a tap in the slot, as\n"
+	       "                       firecracker always uses\n"
+	       "  --vm-kernel PATH     guest kernel (default /var/lib/warren/vm/vmlinuz; firecracker:\n"
+	       "                       vmlinux, from warren-vm-image --vmlinux)\n"
 	       "  --vm-user USER       the VMM drops to this user (default warren-vm)\n"
 	       "  --vm-ram-dir DIR     running VMs' RAM files, on tmpfs (default /dev/shm/warren-vm)\n"
 	       "  --vm-console         guest serial console to <bundle>/console.log\n" DAEMON_COMMON_HELP);
@@ -52,8 +57,10 @@ main(int argc, char **argv)
 	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
 	n.runsc = "/usr/bin/runsc";
 	n.cgroup_parent = "/warren";
-	n.vm = (struct microvm_config){.qemu = "/usr/bin/qemu-system-x86_64",
-				       .kernel = "/var/lib/warren/vm/vmlinuz",
+	n.vm = (struct microvm_config){.vmm = "qemu",
+				       .qemu = "/usr/bin/qemu-system-x86_64",
+				       .firecracker = "/usr/bin/firecracker",
+				       .kernel = NULL,
 				       .ram_dir = "/dev/shm/warren-vm",
 				       .vm_user = "warren-vm"};
 	static const struct option opts[] = {
@@ -65,7 +72,10 @@ main(int argc, char **argv)
 		{"templates-dir", required_argument, NULL, 't'},
 		{"runtime-dir", required_argument, NULL, 'd'},
 		{"cgroup-parent", required_argument, NULL, 'c'},
+		{"vmm", required_argument, NULL, 'M'},
 		{"qemu", required_argument, NULL, 'Q'},
+		{"firecracker", required_argument, NULL, 'F'},
+		{"vm-net", required_argument, NULL, 'N'},
 		{"vm-kernel", required_argument, NULL, 'K'},
 		{"vm-user", required_argument, NULL, 'U'},
 		{"vm-ram-dir", required_argument, NULL, 'R'},
@@ -105,8 +115,21 @@ main(int argc, char **argv)
 		case 'c':
 			n.cgroup_parent = optarg;
 			break;
+		case 'M':
+			n.vm.vmm = optarg;
+			break;
 		case 'Q':
 			n.vm.qemu = optarg;
+			break;
+		case 'F':
+			n.vm.firecracker = optarg;
+			break;
+		case 'N':
+			if (strcmp(optarg, "user") && strcmp(optarg, "tap")) {
+				log_error("--vm-net is user or tap");
+				return 2;
+			}
+			n.vm.tap = !strcmp(optarg, "tap");
 			break;
 		case 'K':
 			n.vm.kernel = optarg;
@@ -131,6 +154,13 @@ main(int argc, char **argv)
 	struct in_addr sub;
 	if (inet_pton(AF_INET, subnet, &sub) != 1 || strlen(prefix) > 8 || want_size > 4000) {
 		log_error("Bad --subnet, --ifname-prefix or --pool-size");
+		return 2;
+	}
+	if (!n.vm.kernel)
+		n.vm.kernel = !strcmp(n.vm.vmm, "firecracker") ? "/var/lib/warren/vm/vmlinux"
+							      : "/var/lib/warren/vm/vmlinuz";
+	if (microvm_configure(&n.vm) < 0) {
+		log_error("Unknown --vmm %s (qemu or firecracker)", n.vm.vmm);
 		return 2;
 	}
 	if (n.dc.dump_seccomp)

@@ -2,6 +2,7 @@
  * cgroup, snapshot = pause + device state + RAM file + resume in place, restore = the RAM file
  * mapped private + device state + the agent told the time and the new identity. */
 #include "microvm.h"
+#include "microvm-net.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -17,6 +18,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -24,10 +27,44 @@
 
 static const struct vmm_driver *driver = &vmm_qemu;
 
-bool
-microvm_available(const struct microvm_config *c)
+int
+microvm_configure(const struct microvm_config *c)
 {
-	return c->qemu && access(c->qemu, X_OK) == 0 && c->kernel && access(c->kernel, R_OK) == 0;
+	if (!c->vmm || !strcmp(c->vmm, "qemu"))
+		driver = &vmm_qemu;
+	else if (!strcmp(c->vmm, "firecracker"))
+		driver = &vmm_firecracker;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static const char *
+vmm_binary(const struct microvm_config *c)
+{
+	return driver == &vmm_firecracker ? c->firecracker : c->qemu;
+}
+
+bool
+microvm_available(const struct microvm_config *c, char *why, size_t size)
+{
+	const char *bin = vmm_binary(c);
+	if (!bin || access(bin, X_OK) < 0)
+		snprintf(why, size, "no %s VMM at %s", driver->name, bin ? bin : "(none)");
+	else if (!c->kernel || access(c->kernel, R_OK) < 0)
+		snprintf(why, size, "no guest kernel at %s", c->kernel ? c->kernel : "(none)");
+	else if (driver == &vmm_firecracker && access("/dev/kvm", R_OK | W_OK) < 0)
+		snprintf(why, size, "firecracker needs /dev/kvm");
+	else
+		return true;
+	return false;
+}
+
+/* The VMM's own directory in the bundle: its sockets and the files it writes. */
+static void
+vmm_dir(const char *bundle, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/vmm", bundle);
 }
 
 void
@@ -93,8 +130,9 @@ guest_cmdline(const struct microvm_config *c, const struct microvm_start *s, cha
 		 tsc_khz(),
 		 opts ? opts : "quiet i8042.noaux i8042.nomux i8042.nopnp i8042.dumbkbd");
 	char *p = buf, *end = buf + size;
-	p += snprintf(p, (size_t)(end - p), "%s%s warren.argv=", base,
-		      s->root_disk ? " warren.root=disk" : "");
+	p += snprintf(p, (size_t)(end - p), "%s %s%s%s warren.argv=", base, driver->boot_args,
+		      s->root_disk ? " warren.root=disk" : "",
+		      driver->agent_vsock ? " warren.agent=vsock" : "");
 	hex_append(&p, end, s->argv, s->argc);
 	if (p + 16 >= end)
 		return -E2BIG;
@@ -143,28 +181,78 @@ cgroup_enter(const char *rel, uint64_t limit)
 	return joined ? 0 : -ENOENT;
 }
 
-pid_t
-microvm_launch(const struct microvm_config *c, const struct microvm_start *s, int *incoming_fd)
+/* A restore's image files for a VMM that opens them as the VM user (firecracker): readable by
+ * that user's group. Once per file (snapshotd re-hashes a file whose ctime changed, once). */
+static int
+share_with_vm_user(int fd, gid_t gid)
 {
-	char cmdline[2200], ram[400], console[400];
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_gid == gid && (st.st_mode & 0040))
+		return 0;
+	if (fchown(fd, (uid_t)-1, gid) < 0 || fchmod(fd, (st.st_mode & 07777) | 0040) < 0)
+		return -errno;
+	return 0;
+}
+
+pid_t
+microvm_launch(const struct microvm_config *c, const struct microvm_start *s, int incoming[2])
+{
+	char cmdline[2200], ram[400], console[400], dir[400];
 	int r = guest_cmdline(c, s, cmdline, sizeof cmdline);
 	if (r < 0)
 		return r;
-	uint64_t ram_bytes = guest_ram(s->memory_limit);
-	int state_fd = -1;
-	if (s->image_fd >= 0) {
-		/* restore: the image's RAM file mapped private (named through the spawner's fd
-		 * table, opened by QEMU before it drops to its user); the device state read from an
-		 * fd QEMU inherits at the same number */
-		state_fd = openat(s->image_fd, "state", O_RDONLY | O_CLOEXEC);
-		if (state_fd < 0)
+	struct passwd *pw = c->vm_user ? getpwnam(c->vm_user) : NULL;
+	if (c->vm_user && !pw)
+		return -ESRCH;
+	/* the VMM's directory: its sockets, and for a VMM running as its user the files it
+	 * writes (Firecracker's snapshots) */
+	vmm_dir(s->bundle, dir, sizeof dir);
+	if (mkdir_p(dir, 0700) < 0)
+		return -errno;
+	if (!driver->drops_itself && pw) {
+		/* it binds its sockets by path as that user: its directory is its own and the
+		 * three above (bundle, bundles, runtime dir) traversable, not listable */
+		char up[400];
+		snprintf(up, sizeof up, "%s", s->bundle);
+		for (int i = 0; i < 3; i++) {
+			if (chmod(up, 0711) < 0)
+				return -errno;
+			char *slash = strrchr(up, '/');
+			if (!slash || slash == up)
+				break;
+			*slash = 0;
+		}
+		if (chown(dir, pw->pw_uid, pw->pw_gid) < 0)
 			return -errno;
+	}
+	uint64_t ram_bytes = guest_ram(s->memory_limit);
+	int state_fd = -1, ram_fd = -1;
+	const char *ram_path = ram;
+	if (s->image_fd >= 0) {
+		/* restore: the image's RAM file mapped private; the device state read from an fd
+		 * the VMM inherits at the same number. QEMU opens the RAM file by a name through
+		 * the spawner's fd table before it drops to its user; Firecracker gets both as
+		 * inherited fds it opens through /proc/self/fd as the VM user. */
+		state_fd = openat(s->image_fd, "state", O_RDONLY | O_CLOEXEC);
+		ram_fd = openat(s->image_fd, "ram", O_RDONLY | O_CLOEXEC);
 		struct stat st;
-		if (fstatat(s->image_fd, "ram", &st, 0) < 0 || (uint64_t)st.st_size != ram_bytes) {
-			close(state_fd);
-			return -EINVAL; /* an image of another memory size */
+		if (state_fd < 0 || ram_fd < 0)
+			r = -errno;
+		else if (fstat(ram_fd, &st) < 0 || (uint64_t)st.st_size != ram_bytes)
+			r = -EINVAL; /* an image of another memory size */
+		else if (!driver->drops_itself && pw)
+			if ((r = share_with_vm_user(state_fd, pw->pw_gid)) == 0)
+				r = share_with_vm_user(ram_fd, pw->pw_gid);
+		if (r < 0) {
+			safe_close(state_fd);
+			safe_close(ram_fd);
+			return r;
 		}
 		snprintf(ram, sizeof ram, "/proc/%d/fd/%d/ram", (int)getpid(), s->image_fd);
+	} else if (driver->own_ram) {
+		ram_path = NULL; /* the VMM's own memory */
 	} else {
 		microvm_ram_path(c, s->id, ram, sizeof ram);
 		mkdir_p(c->ram_dir, 0700);
@@ -172,30 +260,37 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 		if (fd < 0 || ftruncate(fd, (off_t)ram_bytes) < 0)
 			return -errno;
 	}
-	*incoming_fd = state_fd;
+	incoming[0] = state_fd;
+	incoming[1] = ram_fd;
 	snprintf(console, sizeof console, "%s/console.log", s->bundle);
 	char **argv = NULL;
-	struct vmm_launch l = {.binary = c->qemu,
+	bool tap = driver->needs_tap || c->tap;
+	struct vmm_launch l = {.binary = vmm_binary(c),
 			       .kernel = c->kernel,
 			       .initrd = s->initrd,
 			       .root_disk = s->root_disk,
 			       .cmdline = cmdline,
-			       .ram_path = ram,
+			       .ram_path = ram_path,
 			       .ram_private = s->image_fd >= 0,
 			       .ram_bytes = ram_bytes,
 			       .port = s->port,
 			       .bundle = s->bundle,
+			       .vmm_dir = dir,
 			       .console = c->console ? console : NULL,
 			       .user = c->vm_user,
+			       .tap = tap,
 			       .incoming_fd = state_fd};
 	r = driver->argv(&l, &argv);
 	if (r < 0) {
 		safe_close(state_fd);
+		safe_close(ram_fd);
 		return r;
 	}
 	char log[400];
 	snprintf(log, sizeof log, "%s/vmm.log", s->bundle);
 	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (logfd >= 0 && pw && !driver->drops_itself && fchown(logfd, pw->pw_uid, pw->pw_gid) < 0)
+		log_warning_errno(-errno, "chown %s: %m", log);
 	pid_t pid = fork();
 	if (pid == 0) {
 		sigset_t none;
@@ -211,12 +306,22 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 		if (setns(s->nsfd, CLONE_NEWNET) < 0 ||
 		    cgroup_enter(s->cgroup, ram_bytes + (160ull << 20)) < 0)
 			_exit(121);
+		if (tap && microvm_net_setup(pw ? pw->pw_uid : 0, s->port) < 0)
+			_exit(122);
 		int null = open("/dev/null", O_RDWR);
 		dup2(null, 0);
 		dup2(logfd >= 0 ? logfd : null, 1);
 		dup2(logfd >= 0 ? logfd : null, 2);
 		if (state_fd >= 0)
 			fcntl(state_fd, F_SETFD, 0); /* inherited at its number: "fd:<n>" */
+		if (ram_fd >= 0 && !driver->drops_itself)
+			fcntl(ram_fd, F_SETFD, 0);
+		/* a VMM that does not drop privileges itself starts as the VM user (its group,
+		 * and supplementary groups such as kvm for /dev/kvm), with nothing to regain */
+		if (!driver->drops_itself && pw &&
+		    (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
+		     setuid(pw->pw_uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0))
+			_exit(123);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -225,6 +330,7 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 	free(argv);
 	safe_close(logfd);
 	safe_close(state_fd);
+	safe_close(ram_fd);
 	return pid < 0 ? -errno : pid;
 }
 
@@ -244,20 +350,6 @@ vmm_log(const char *bundle, const char *fmt, ...)
 		dprintf(fd, "warren: %s\n", msg);
 		close(fd);
 	}
-}
-
-static int
-agent_open(const char *bundle)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/agent.sock", bundle);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
 }
 
 static int
@@ -310,12 +402,49 @@ write_full(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+/* The agent's channel: QEMU's virtio-serial socket, or Firecracker's vsock socket, which
+ * forwards to a guest port after "CONNECT <port>\n" is answered with "OK <host port>\n". */
+static int
+agent_open(const char *bundle)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[400];
+	vmm_dir(bundle, dir, sizeof dir);
+	if (strlen(dir) + sizeof "/agent.sock" > sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, dir, strlen(dir));
+	memcpy(sa.sun_path + strlen(dir), "/agent.sock", sizeof "/agent.sock");
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if (driver->agent_vsock) {
+		char line[64];
+		snprintf(line, sizeof line, "CONNECT %u\n", VMM_AGENT_VSOCK_PORT);
+		int r = write_full(fd, line, strlen(line));
+		if (r == 0)
+			r = read_line(fd, line, sizeof line, AGENT_TIMEOUT_MS);
+		if (r == 0 && strncmp(line, "OK ", 3))
+			r = -ECONNREFUSED;
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+	}
+	return fd;
+}
+
 int
-microvm_finish_restore(const char *bundle, const char *id, int state_fd)
+microvm_finish_restore(const char *bundle, const char *id, const int incoming[2])
 {
 	struct timespec t0, t1, t2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int r = state_fd >= 0 ? driver->restore(bundle, state_fd) : -EINVAL;
+	char dir[400];
+	vmm_dir(bundle, dir, sizeof dir);
+	struct vmm_restore rs = {.vmm_dir = dir, .state_fd = incoming[0], .ram_fd = incoming[1]};
+	int r = rs.state_fd >= 0 ? driver->restore(&rs) : -EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (r < 0) {
 		vmm_log(bundle, "restore: %s", strerror(-r));
@@ -453,44 +582,83 @@ copy_written_pages(pid_t pid, uint64_t start, uint64_t ram_bytes, int out, uint8
 	return 0;
 }
 
+/* Mark in dirty the pages of a VMM-written diff file that hold data (the others are holes). */
+static int
+mark_data_pages(int fd, uint8_t *dirty, uint64_t *count)
+{
+	off_t off = 0;
+	for (;;) {
+		off_t data = lseek(fd, off, SEEK_DATA);
+		if (data < 0)
+			return errno == ENXIO ? 0 : -errno;
+		off_t hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		for (off_t p = data & ~4095; p < hole; p += 4096) {
+			uint64_t n = (uint64_t)p / 4096;
+			dirty[n / 8] |= (uint8_t)(1 << (n % 8));
+			(*count)++;
+		}
+		off = hole;
+	}
+}
+
 int
 microvm_snapshot(const struct microvm_config *c, const char *bundle, const char *id, pid_t pid,
 		 uint64_t memory_limit, int image_dirfd)
 {
 	uint64_t ram_bytes = guest_ram(memory_limit);
-	/* a cold-booted VM has its RAM file in ram_dir; a restored one maps its image's */
-	char ram[400];
-	microvm_ram_path(c, id, ram, sizeof ram);
-	bool cold = access(ram, F_OK) == 0;
+	char dir[400], mem[420];
+	vmm_dir(bundle, dir, sizeof dir);
+	snprintf(mem, sizeof mem, "%s/mem", dir);
 	_cleanup_close_ int state = openat(image_dirfd, "state", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	_cleanup_close_ int out = openat(image_dirfd, "ram", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	_cleanup_close_ int in = -1;
+	_cleanup_close_ int in = -1; /* a cold VM's RAM file, or a restored VM's image RAM */
 	uint64_t start = 0, written = 0;
-	int r = 0;
-	if (cold)
+	/* a restored VM maps its image's RAM file private; a cold one has its RAM in a shared
+	 * file in ram_dir (QEMU) or in the VMM's own memory (Firecracker) */
+	int r = restored_ram(pid, ram_bytes, &start, &in);
+	bool cold = r == -ENOENT;
+	if (cold && !driver->own_ram) {
+		char ram[400];
+		microvm_ram_path(c, id, ram, sizeof ram);
 		in = open(ram, O_RDONLY | O_CLOEXEC);
-	else
-		r = restored_ram(pid, ram_bytes, &start, &in);
-	if (state < 0 || out < 0 || in < 0 || r < 0)
+		r = in < 0 ? -errno : 0;
+	} else if (cold) {
+		r = 0;
+	}
+	if (state < 0 || out < 0 || r < 0)
 		return r < 0 ? r : -errno;
 	if (ftruncate(out, (off_t)ram_bytes) < 0)
 		return -errno;
 	_cleanup_free_ uint8_t *dirty = calloc(1, ram_bytes / 4096 / 8 + 1);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r = driver->pause(bundle);
+	r = driver->pause(dir);
 	if (r == 0)
-		r = driver->save_state(bundle, state);
-	/* a cold VM's RAM is a shared file: all of it is copied while paused; a restored VM
-	 * only has the pages it wrote copied while paused, its image's others afterwards */
-	if (r == 0)
+		r = driver->save(dir, state, driver->own_ram ? mem : NULL, !cold);
+	/* QEMU: a cold VM's RAM is a shared file, all of it copied while paused; a restored VM
+	 * has only the pages it wrote copied while paused, its image's others afterwards.
+	 * Firecracker wrote guest memory itself (all, or for a restored VM the pages it wrote,
+	 * from KVM's dirty log): that copy is private, so it is read after the VM resumes. */
+	if (r == 0 && !driver->own_ram)
 		r = cold ? copy_nonzero_pages(in, out, NULL)
 			 : copy_written_pages(pid, start, ram_bytes, out, dirty, &written);
 	/* resume in place, whatever happened: the parent goes on */
-	int rr = driver->resume(bundle);
+	int rr = driver->resume(dir);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (r == 0)
 		r = rr;
+	if (r == 0 && driver->own_ram) {
+		_cleanup_close_ int m = open(mem, O_RDONLY | O_CLOEXEC);
+		r = m < 0 ? -errno : 0;
+		if (r == 0 && !cold)
+			r = mark_data_pages(m, dirty, &written);
+		if (r == 0)
+			r = copy_nonzero_pages(m, out, NULL);
+	}
+	if (driver->own_ram)
+		unlink(mem);
 	if (r == 0 && !cold)
 		r = copy_nonzero_pages(in, out, dirty); /* the image's pages it did not write */
 	if (r < 0)

@@ -14,8 +14,12 @@
 #include <sys/types.h>
 
 struct microvm_config {
+	const char *vmm;     /* driver: "qemu" (default) or "firecracker" */
 	const char *qemu;    /* qemu-system-x86_64 */
-	const char *kernel;  /* guest kernel (Debian's linux-image-cloud-amd64) */
+	const char *firecracker; /* firecracker (KVM hosts) */
+	const char *kernel;  /* guest kernel (Debian's linux-image-cloud-amd64; Firecracker
+			      * needs it as an ELF vmlinux: warren-vm-image --vmlinux) */
+	bool tap;            /* qemu: network through a tap in the slot, as Firecracker's */
 	const char *ram_dir; /* tmpfs for running VMs' RAM files (/dev/shm/...) */
 	const char *vm_user; /* the VMM drops to this user once its files are open */
 	bool console;        /* guest serial console to <bundle>/console.log (slower boots) */
@@ -37,15 +41,18 @@ struct microvm_start {
 	int image_fd; /* restore: the image directory (state + ram); -1 for a cold boot */
 };
 
-/* Is the backend usable here (VMM binary and kernel present)? */
-bool microvm_available(const struct microvm_config *c);
+/* Select the driver (c->vmm); -EINVAL for an unknown name. */
+int microvm_configure(const struct microvm_config *c);
+/* Is the backend usable here (VMM binary and kernel present, /dev/kvm for Firecracker)? Says
+ * why not in why. */
+bool microvm_available(const struct microvm_config *c, char *why, size_t size);
 /* Start the VMM in the slot namespace and the sandbox's cgroup; returns its pid or -errno. A
- * restore's VMM waits for microvm_finish_restore. */
+ * restore's VMM waits for microvm_finish_restore, which gets the fd numbers it inherited. */
 pid_t microvm_launch(const struct microvm_config *c, const struct microvm_start *s,
-		     int *incoming_fd /* restore: the fd number QEMU reads the state from */);
+		     int incoming[2] /* restore: state and RAM file fds in the VMM */);
 
 /* Blocking steps for a forked child (0 or -errno; a message in <bundle>/vmm.log). */
-int microvm_finish_restore(const char *bundle, const char *id, int incoming_fd);
+int microvm_finish_restore(const char *bundle, const char *id, const int incoming[2]);
 /* Pause, write the device state and the RAM into the image directory, resume in place. A VM
  * that was itself restored has only the pages it wrote since copied while paused. */
 int microvm_snapshot(const struct microvm_config *c, const char *bundle, const char *id,

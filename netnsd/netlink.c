@@ -3,12 +3,17 @@
 #include "macro.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <linux/if_link.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 struct nlreq {
 	struct nlmsghdr h;
@@ -270,4 +275,65 @@ nl_links_delete_except(int nl, int keep_ifindex)
 	for (int i = 0; i < l.n; i++)
 		nl_link_del(nl, l.idx[i]);
 	return l.n;
+}
+
+/* One nf_tables message after nfgenmsg: type is NFT_MSG_*, or a batch begin/end marker. */
+static struct nlmsghdr *
+nft_msg(char *at, uint16_t type, uint16_t flags, uint8_t family, uint16_t res_id, uint32_t seq)
+{
+	struct nlmsghdr *h = (struct nlmsghdr *)at;
+	memset(h, 0, NLMSG_LENGTH(sizeof(struct nfgenmsg)));
+	h->nlmsg_len = NLMSG_LENGTH(sizeof(struct nfgenmsg));
+	h->nlmsg_type = type;
+	h->nlmsg_flags = NLM_F_REQUEST | flags;
+	h->nlmsg_seq = seq;
+	struct nfgenmsg *g = NLMSG_DATA(h);
+	g->nfgen_family = family;
+	g->version = NFNETLINK_V0;
+	g->res_id = htons(res_id);
+	return h;
+}
+
+int
+nl_nft_table_delete(uint8_t family, const char *name)
+{
+	int nl = nl_open(NETLINK_NETFILTER);
+	if (nl < 0)
+		return nl;
+	/* nf_tables takes changes in a batch: begin, the deletion (acked), end */
+	static char buf[512];
+	uint32_t seq = ++nl_seq;
+	struct nlmsghdr *b = nft_msg(buf, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq);
+	size_t len = NLMSG_ALIGN(b->nlmsg_len);
+	struct nlmsghdr *d = nft_msg(buf + len, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELTABLE,
+				     NLM_F_ACK, family, 0, seq + 1);
+	attr_put(d, NFTA_TABLE_NAME, name, strlen(name) + 1);
+	len += NLMSG_ALIGN(d->nlmsg_len);
+	struct nlmsghdr *e = nft_msg(buf + len, NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq + 2);
+	len += NLMSG_ALIGN(e->nlmsg_len);
+	nl_seq += 2;
+	int r = 0;
+	if (send(nl, buf, len, 0) < 0)
+		r = -errno;
+	char in[4096];
+	while (r == 0) {
+		ssize_t k = recv(nl, in, sizeof in, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			r = -errno;
+			break;
+		}
+		bool done = false;
+		for (struct nlmsghdr *m = (struct nlmsghdr *)in; NLMSG_OK(m, (size_t)k);
+		     m = NLMSG_NEXT(m, k))
+			if (m->nlmsg_type == NLMSG_ERROR && m->nlmsg_seq == seq + 1) {
+				r = ((struct nlmsgerr *)NLMSG_DATA(m))->error;
+				done = true;
+			}
+		if (done)
+			break;
+	}
+	close(nl);
+	return r == -ENOENT ? 0 : r; /* no such table: nothing to delete */
 }

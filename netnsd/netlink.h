@@ -19,3 +19,5 @@ int nl_links_delete_except(int nl, int keep_ifindex);
 int nl_talk(int nl, void *msg, uint32_t len);
 /* Run a dump request; cb is called with each message. */
 int nl_dump(int nl, void *msg, uint32_t len, int (*cb)(void *nlh, void *ud), void *ud);
+/* Delete an nf_tables table (family NFPROTO_*) in the socket's namespace; 0 if absent. */
+int nl_nft_table_delete(uint8_t family, const char *name);

@@ -59,7 +59,8 @@ handle_status(struct ipc_call *call, void *ud)
 	st.backends = backends;
 	if (access(n->runsc, X_OK) == 0)
 		backends[st.n_backends++] = "gvisor";
-	if (microvm_available(&n->vm))
+	char why[300];
+	if (microvm_available(&n->vm, why, sizeof why))
 		backends[st.n_backends++] = "microvm";
 	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next)
 		st.sandboxes++;
@@ -269,10 +270,10 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 	bool vm = !strcmp(q->backend, "microvm");
 	if (strcmp(q->backend, "gvisor") && q->backend[0] && !vm)
 		return ipc_call_error(call, -EOPNOTSUPP, "backend %s is not served", q->backend);
-	if (vm && !microvm_available(&n->vm))
-		return ipc_call_error(call, -EOPNOTSUPP,
-				      "the microVM backend needs %s and a guest kernel at %s",
-				      n->vm.qemu, n->vm.kernel);
+	char why[300];
+	if (vm && !microvm_available(&n->vm, why, sizeof why))
+		return ipc_call_error(call, -EOPNOTSUPP, "the microVM backend is not usable: %s",
+				      why);
 	struct slot *s = pool_slot(n->pool, q->slot);
 	if (!s || !s->claimed)
 		return ipc_call_error(call, -EINVAL, "slot %u is not claimed", q->slot);

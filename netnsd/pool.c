@@ -6,9 +6,11 @@
 #include "isolation.h"
 #include "log.h"
 #include "macro.h"
+#include "microvm-net.h"
 #include "netlink.h"
 
 #include <arpa/inet.h>
+#include <linux/netfilter.h>
 #include <linux/netlink.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -62,7 +64,11 @@ in_slot(struct pool *p, struct slot *s, int (*fn)(struct pool *, struct slot *, 
 static int
 slot_configure_inside(struct pool *p, struct slot *s, int nl)
 {
+	/* a microVM's tap goes with the other links; its NAT table explicitly */
 	nl_links_delete_except(nl, (int)if_nametoindex("eth0"));
+	int t = nl_nft_table_delete(NFPROTO_IPV4, MICROVM_NFT_TABLE);
+	if (t < 0)
+		return t;
 	int lo = (int)if_nametoindex("lo"), eth0 = (int)if_nametoindex("eth0");
 	if (!lo || !eth0)
 		return -ENODEV;

@@ -346,7 +346,7 @@ on_sigchld(evutil_socket_t sig, short what, void *arg)
 static int
 vm_finish_restore(struct sb *sb, void *arg, int out_fd, int err_fd)
 {
-	return microvm_finish_restore(sb->bundle, sb->id, *(int *)arg) < 0 ? 1 : 0;
+	return microvm_finish_restore(sb->bundle, sb->id, arg) < 0 ? 1 : 0;
 }
 
 /* A microVM: the VMM starts at once; a cold boot is answered now (the gateway's probe sees
@@ -388,8 +388,8 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 				   .memory_limit = q->memory_limit,
 				   .nsfd = sb->nsfd,
 				   .image_fd = image_fd};
-	int incoming_fd = -1;
-	pid_t pid = microvm_launch(cfg->vm, &ms, &incoming_fd);
+	int incoming[2]; /* fd numbers in the VMM, for the forked finishing step */
+	pid_t pid = microvm_launch(cfg->vm, &ms, incoming);
 	if (pid < 0) {
 		sb_forget(sb);
 		return (int)pid;
@@ -404,7 +404,7 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 		return ipc_call_reply(call, &resp, NULL, 0);
 	}
 	struct ipc_call *d = ipc_call_defer(call);
-	r = cmd_start_fn(CMD_VM_RESTORE, sb, d, vm_finish_restore, &incoming_fd, -1, -1);
+	r = cmd_start_fn(CMD_VM_RESTORE, sb, d, vm_finish_restore, incoming, -1, -1);
 	if (r < 0) {
 		ipc_call_free(d);
 		vm_kill(sb);

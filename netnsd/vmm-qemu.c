@@ -60,18 +60,22 @@ qemu_argv(const struct vmm_launch *l, char ***out)
 		ARG("virtio-blk-device,drive=root");
 	}
 	ARG("-netdev");
-	ARG("user,id=n0,net=10.0.2.0/24,host=10.0.2.2,restrict=off,hostfwd=tcp::%u-10.0.2.15:%u",
-	    l->port, l->port);
+	if (l->tap) /* the slot's tap (made by the core, owned by the VM user; DNAT to the guest) */
+		ARG("tap,id=n0,ifname=%s,script=no,downscript=no", VMM_TAP_NAME);
+	else
+		ARG("user,id=n0,net=10.0.2.0/24,host=" VMM_HOST_ADDR
+		    ",restrict=off,hostfwd=tcp::%u-" VMM_GUEST_ADDR ":%u",
+		    l->port, l->port);
 	ARG("-device");
 	ARG("virtio-net-device,netdev=n0");
 	ARG("-device");
 	ARG("virtio-serial-device");
 	ARG("-chardev");
-	ARG("socket,id=agent,path=%s/agent.sock,server=on,wait=off", l->bundle);
+	ARG("socket,id=agent,path=%s/agent.sock,server=on,wait=off", l->vmm_dir);
 	ARG("-device");
 	ARG("virtserialport,chardev=agent,name=org.warren.agent");
 	ARG("-qmp");
-	ARG("unix:%s/vmm.sock,server=on,wait=off", l->bundle);
+	ARG("unix:%s/vmm.sock,server=on,wait=off", l->vmm_dir);
 	ARG("-serial");
 	if (l->console)
 		ARG("file:%s", l->console);
@@ -186,10 +190,10 @@ qmp_cmd(struct qmp *q, const char *json, int fd, char *result, size_t result_siz
 }
 
 static int
-qmp_open(const char *bundle, struct qmp *q)
+qmp_open(const char *vmm_dir, struct qmp *q)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/vmm.sock", bundle);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/vmm.sock", vmm_dir);
 	q->have = 0;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -218,10 +222,10 @@ qmp_open(const char *bundle, struct qmp *q)
 }
 
 static int
-qmp_simple(const char *bundle, const char *json, int fd)
+qmp_simple(const char *vmm_dir, const char *json, int fd)
 {
 	struct qmp q;
-	int r = qmp_open(bundle, &q);
+	int r = qmp_open(vmm_dir, &q);
 	if (r < 0)
 		return r;
 	r = qmp_cmd(&q, json, fd, NULL, 0);
@@ -257,16 +261,18 @@ migrate_wait(struct qmp *q)
 }
 
 static int
-qemu_restore(const char *bundle, int state_fd)
+qemu_restore(const struct vmm_restore *rs)
 {
 	struct qmp q;
-	int r = qmp_open(bundle, &q);
+	int r = qmp_open(rs->vmm_dir, &q);
 	if (r < 0)
 		return r;
 	char cmd[200];
-	/* The state fd is inherited by QEMU at the same number (fd: takes a number). */
+	/* The state fd is inherited by QEMU at the same number (fd: takes a number); the RAM
+	 * file is on its command line. */
 	snprintf(cmd, sizeof cmd,
-		 "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:%d\"}}\n", state_fd);
+		 "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:%d\"}}\n",
+		 rs->state_fd);
 	if ((r = qmp_cmd(&q, ignore_shared, -1, NULL, 0)) == 0 &&
 	    (r = qmp_cmd(&q, cmd, -1, NULL, 0)) == 0 && (r = migrate_wait(&q)) == 0)
 		r = qmp_cmd(&q, "{\"execute\":\"cont\"}\n", -1, NULL, 0);
@@ -275,22 +281,25 @@ qemu_restore(const char *bundle, int state_fd)
 }
 
 static int
-qemu_pause(const char *bundle)
+qemu_pause(const char *vmm_dir)
 {
-	return qmp_simple(bundle, "{\"execute\":\"stop\"}\n", -1);
+	return qmp_simple(vmm_dir, "{\"execute\":\"stop\"}\n", -1);
 }
 
 static int
-qemu_resume(const char *bundle)
+qemu_resume(const char *vmm_dir)
 {
-	return qmp_simple(bundle, "{\"execute\":\"cont\"}\n", -1);
+	return qmp_simple(vmm_dir, "{\"execute\":\"cont\"}\n", -1);
 }
 
+/* The RAM is a file the core copies: only the device state goes through the migration. */
 static int
-qemu_save_state(const char *bundle, int fd)
+qemu_save(const char *vmm_dir, int fd, const char *mem_path, bool diff)
 {
+	(void)mem_path;
+	(void)diff;
 	struct qmp q;
-	int r = qmp_open(bundle, &q);
+	int r = qmp_open(vmm_dir, &q);
 	if (r < 0)
 		return r;
 	if ((r = qmp_cmd(&q, ignore_shared, -1, NULL, 0)) == 0 &&
@@ -307,9 +316,14 @@ qemu_save_state(const char *bundle, int fd)
 
 const struct vmm_driver vmm_qemu = {
 	.name = "qemu",
+	.needs_tap = false,
+	.agent_vsock = false,
+	.own_ram = false,
+	.drops_itself = true,
+	.boot_args = "",
 	.argv = qemu_argv,
 	.restore = qemu_restore,
 	.pause = qemu_pause,
-	.save_state = qemu_save_state,
+	.save = qemu_save,
 	.resume = qemu_resume,
 };

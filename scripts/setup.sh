@@ -8,7 +8,7 @@ PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng
 	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev
 	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
 	valgrind procps util-linux netcat-openbsd
-	qemu-system-x86 linux-image-cloud-amd64 cpio)
+	qemu-system-x86 linux-image-cloud-amd64 cpio lz4)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root" >&2
@@ -47,6 +47,8 @@ getent group warren-vm >/dev/null || groupadd --system warren-vm
 getent passwd warren-vm >/dev/null ||
 	useradd --system --gid warren-vm --home-dir /nonexistent --no-create-home \
 		--shell /usr/sbin/nologin --comment "Warren microVM monitors" warren-vm
+# Firecracker starts as warren-vm (it has no -runas) and needs /dev/kvm
+getent group kvm >/dev/null && usermod -aG kvm warren-vm
 install -d -m 0755 /var/lib/warren /var/lib/warren/templates /var/lib/warren/vm /run/warren
 install -d -m 0700 -o warren -g warren /var/lib/warren/state
 install -d -m 0700 /var/lib/warren/images
