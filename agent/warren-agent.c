@@ -21,8 +21,8 @@
  *                              -> exit <status> <outlen> <errlen>\n<stdout><stderr>
  * When the program exits, the agent writes why on the console and powers the VM off (or, with
  * warren.halt=reboot, reboots it: Firecracker exits on a reboot), so the VMM exits and the host
- * reports the sandbox gone. Module parameters on the command line (Firecracker's
- * virtio_mmio.device=...) are passed to the modules, as modprobe would. */
+ * reports the sandbox gone. Under either VMM the virtio-mmio devices are found through ACPI
+ * (Debian's kernel has no CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES; Firecracker >= 1.8 has ACPI). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -207,38 +207,13 @@ start_program(char **argv, char **env, int out_fd, int err_fd)
 	_exit(127);
 }
 
-/* "<module>.<param>=<value>" words of the command line, as "<param>=<value> ..." */
-static void
-module_params(const char *path, char *out, size_t size)
-{
-	const char *base = strrchr(path, '/');
-	char name[64];
-	snprintf(name, sizeof name, "%s", base ? base + 1 : path);
-	name[strcspn(name, ".")] = 0;
-	for (char *c = name; *c; c++)
-		if (*c == '-')
-			*c = '_';
-	size_t n = strlen(name), used = 0;
-	out[0] = 0;
-	for (const char *w = cmdline; *w;) {
-		size_t len = strcspn(w, " \n");
-		if (len > n + 1 && !strncmp(w, name, n) && w[n] == '.' && used + len - n < size)
-			used += (size_t)snprintf(out + used, size - used, "%s%.*s", used ? " " : "",
-						 (int)(len - n - 1), w + n + 1);
-		w += len;
-		w += strspn(w, " \n");
-	}
-}
-
 static void
 load_modules(const char *list)
 {
 	char **mods = read_vector(list);
 	for (size_t i = 0; mods && mods[i]; i++) {
-		char params[512];
-		module_params(mods[i], params, sizeof params);
 		int fd = open(mods[i], O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || syscall(SYS_finit_module, fd, params, 0) < 0)
+		if (fd < 0 || syscall(SYS_finit_module, fd, "", 0) < 0)
 			if (errno != EEXIST)
 				say("module %s: %s\n", mods[i], strerror(errno));
 		if (fd >= 0)
