@@ -19,7 +19,7 @@ static void
 usage(void)
 {
 	printf("Usage: warren-netnsd [OPTIONS]\n"
-	       "  --pool-size N        namespace slots (default: RAM / 256 MiB, at least 32)\n"
+	       "  --pool-size N        namespace slots (default: RAM / 128 MiB, at least 32)\n"
 	       "  --subnet A.B.0.0     /16 the slots' /30s come from (default 10.201.0.0)\n"
 	       "  --ifname-prefix P    host veth names P<N> (default wrn)\n"
 	       "  --nft-table T        nftables inet table (default warren)\n"
