@@ -576,6 +576,37 @@ def stop(p):
     p.wait()
 
 
+def not_answering(url, action):
+    """the longest gap between answers from url (polled back to back) while action runs, in ms"""
+    gaps, stop_poll = [], [False]
+
+    def poll():
+        last = now()
+        while not stop_poll[0]:
+            if wait_http(url, timeout=5, interval=0.001):
+                t = now()
+                gaps.append((t - last) * 1000)
+                last = t
+    with cf.ThreadPoolExecutor(1) as ex:
+        fut = ex.submit(poll)
+        time.sleep(0.2)
+        action()
+        time.sleep(0.3)
+        stop_poll[0] = True
+        fut.result()
+    return max(gaps)
+
+
+def vmm_pss_mib(sid):
+    """proportional set size of a sandbox's VMM (shared page cache split among its mappers)"""
+    pids = sh(["pgrep", "-f", f"qemu-system.*/bundles/{sid}/"], check=False).stdout.split()
+    with open(f"/proc/{pids[0]}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def bench_microvm(quick):
     """Seed rows F1-F11 and B1-B3 through the qemu driver under TCG (no KVM here)."""
     os.makedirs("/run/warren-bench", exist_ok=True)
@@ -604,26 +635,11 @@ def bench_microvm(quick):
     _, parent = warren_create_vm()
     purl = f"http://127.0.0.1:8300/s/{parent}/"
     pause, one_w, one_b, ten_w, twenty_w = [], [], [], [], []
+    child_pause, pss_clone, pss_parent = [], [], []
     size = None
     for rnd in range(1 if quick else 3):
         tag = f"benchvm{rnd}{int(time.time()) % 100000}"
-        gaps, stop_poll = [], [False]
-
-        def poll():
-            last = now()
-            while not stop_poll[0]:
-                if wait_http(purl, timeout=5, interval=0.001):
-                    t = now()
-                    gaps.append((t - last) * 1000)
-                    last = t
-        with cf.ThreadPoolExecutor(1) as ex:
-            fut = ex.submit(poll)
-            time.sleep(0.2)
-            sh(["warrenctl", "snapshot", parent, tag])
-            time.sleep(0.3)
-            stop_poll[0] = True
-            fut.result()
-        pause.append(max(gaps))
+        pause.append(not_answering(purl, lambda: sh(["warrenctl", "snapshot", parent, tag])))
         image = f"/var/lib/warren/images/{tag}"
         size = sum(os.stat(f"{image}/{f}").st_blocks * 512 for f in os.listdir(image))
         for count, dest in ((1, one_w), (10, ten_w)) + (((20, twenty_w),) if not quick else ()):
@@ -633,6 +649,14 @@ def bench_microvm(quick):
                 ok = all(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=120,
                                                      interval=0.005), ids))
             dest.append((now() - t0) * 1000 if ok else float("nan"))
+            if count == 1:  # a restored VM branched: write tracking, then QEMU's own stream
+                c = ids[0]
+                child_pause.append(not_answering(f"http://127.0.0.1:8300/s/{c}/",
+                                                 lambda: sh(["warrenctl", "snapshot", c, tag + "c"])))
+                sh(["warrenctl", "rmtag", tag + "c"])
+            if count == 10:
+                pss_clone += [vmm_pss_mib(i) for i in ids]
+                pss_parent.append(vmm_pss_mib(parent))
             for i in ids:
                 warren_destroy(i)
         for i in range(2):
@@ -676,6 +700,10 @@ def bench_microvm(quick):
         rows.append(row("microVM fork of a web tag: 20 children answering", twenty_w, target="<= 2 s"))
     rows.append(row("microVM snapshot/branch: parent not answering (pause, resumes in place)", pause,
                     target="<= 40 ms + dirty pages"))
+    rows.append(row("microVM branch of a restored child (write tracking): child not answering",
+                    child_pause, target="<= 40 ms + dirty pages"))
+    rows.append(row("microVM memory per clone: VMM PSS, 10 clones of a web tag", pss_clone, pss_parent,
+                    "the cold-booted parent (its RAM its own)", unit="MiB"))
     if size:
         rows.append(row("microVM web image on disk (state + non-zero RAM pages)", [size / 2**20], unit="MiB"))
     # the app template (Python, 64 MiB heap) from its read-only root disk

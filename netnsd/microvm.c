@@ -312,6 +312,8 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 		dup2(null, 0);
 		dup2(logfd >= 0 ? logfd : null, 1);
 		dup2(logfd >= 0 ? logfd : null, 2);
+		/* the VMM inherits stdio and the image fds it is told about, nothing else */
+		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 		if (state_fd >= 0)
 			fcntl(state_fd, F_SETFD, 0); /* inherited at its number: "fd:<n>" */
 		if (ram_fd >= 0 && !driver->drops_itself)

@@ -111,6 +111,10 @@ run_in_slot(struct sb *sb, char **argv, int out_fd, int err_fd, bool for_run)
 	dup2(null, 0);
 	dup2(out_fd >= 0 ? out_fd : null, 1);
 	dup2(err_fd >= 0 ? err_fd : null, 2);
+	/* runsc gets stdio and nothing else of the spawner's (other sandboxes' namespaces, image
+	 * fds): found when a fork of 100 failed now and then with "unable to remap stdios, FD 258
+	 * is already in use" */
+	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	execv(cfg->runsc, argv);
 	_exit(127);
 }
@@ -692,6 +696,12 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 		return sp[0];
 	}
 	close(sp[0]);
+	/* nothing inherited from netnsd but the link: not its listening socket (socket
+	 * activation's fd 3), not what its launcher left open, so no runsc or VMM started from
+	 * here can hold them */
+	if (sp[1] > 3)
+		close_range(3, (unsigned)sp[1] - 1, 0);
+	close_range((unsigned)sp[1] + 1, ~0U, 0);
 	cfg = config;
 	log_set_ident("warren-netnsd[spawner]");
 	prctl(PR_SET_NAME, "netnsd-spawner");
