@@ -427,7 +427,7 @@ usage(void)
 	printf("Usage: warrenctl [--json] COMMAND\n"
 	       "  status                  helpers, pool, backends\n"
 	       "  list                    sandboxes\n"
-	       "  templates               templates\n"
+	       "  templates | rmtemplate NAME   templates; remove one added with AddTemplate\n"
 	       "  create TEMPLATE [--wait] [--backend=gvisor|microvm]\n"
 	       "                          create a sandbox; prints its id and URL\n"
 	       "  destroy ID\n"
@@ -507,6 +507,11 @@ main(int argc, char **argv)
 	const char *arg3 = optind + 2 < argc ? argv[optind + 2] : NULL;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *reply = NULL;
+	if (!strcmp(cmd, "rmtemplate")) {
+		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "RemoveTemplate",
+				       &e, NULL, "s", arg);
+		return r < 0 ? fail(r, &e, "RemoveTemplate") : 0;
+	}
 	if (!strcmp(cmd, "rmtag")) {
 		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "RemoveTag", &e,
 				       NULL, "s", arg);

@@ -44,7 +44,7 @@ handle_set_route(struct ipc_call *call, void *ud)
 	r->start_timeout_ms = q->start_timeout_ms;
 	r->idle_ms = q->idle_ms;
 	r->probe_http = q->probe_http;
-	if (q->runtime_up && !r->runtime_up && r->probe_http) {
+	if (q->runtime_up && !r->runtime_up) {
 		/* probe afresh: fast timeouts, from now */
 		r->http_timeout_ms = 0;
 		r->probe_started_us = 0;

@@ -1,4 +1,5 @@
-/* Readiness probes (gateway): a starting sandbox is probed with a TCP connect every 50 ms; the
+/* Readiness probes (gateway): a starting sandbox is probed, once its runtime runs (runsc returned,
+ * the VMM started), with a TCP connect every 10 ms for 3 s and every 50 ms after that; the
  * first accepted connection is closed with RST (no TIME_WAIT is left inside the sandbox, which
  * would make a later runsc checkpoint fail) and the supervisor gets RouteReady. A microVM's port
  * is its VMM's forwarder, which accepts before the guest listens: there the probe sends a HEAD
@@ -132,8 +133,10 @@ probe_try(evutil_socket_t unused, short what, void *arg)
 	struct route *r = arg;
 	if (r->state != WARREN__V1__ROUTE_STATE__ROUTE_STARTING || r->probe_fd >= 0)
 		return;
-	if (r->probe_http && !r->runtime_up)
-		return; /* SetRoute with runtime_up starts it */
+	if (!r->runtime_up)
+		return; /* nothing can answer before its runtime runs: SetRoute with runtime_up
+			 * starts the probe (100 children restoring at once were probed 10k times a
+			 * second for nothing) */
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;

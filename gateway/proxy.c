@@ -398,8 +398,9 @@ try_upstream(struct conn *c)
 		return;
 	}
 	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FROZEN ||
-	    (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING && r->probe_http)) {
-		/* A microVM's VMM accepts before the guest listens and forwards the request into a
+	    (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING && (r->probe_http || !r->runtime_up))) {
+		/* Nothing answers before the runtime runs: wait for SetRoute to say it does. A
+		 * microVM's VMM accepts before the guest listens and forwards the request into a
 		 * guest that may drop it (its retransmit would cost seconds): wait for the probe. */
 		hold(c);
 		return;

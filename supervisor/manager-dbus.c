@@ -182,6 +182,17 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 }
 
 static int
+method_remove_template(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	const char *name;
+	int r = sd_bus_message_read(m, "s", &name);
+	if (r < 0)
+		return r;
+	r = template_remove(ud, name, err);
+	return r < 0 ? r : sd_bus_reply_method_return(m, "");
+}
+
+static int
 method_setup_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
 	uint64_t swap;
@@ -307,6 +318,8 @@ static const sd_bus_vtable manager_vtable[] = {
 				 SD_BUS_PARAM(rootfs) SD_BUS_PARAM(argv) SD_BUS_PARAM(port)
 				 SD_BUS_PARAM(memory_limit) SD_BUS_PARAM(options), "", ,
 				 method_add_template, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("RemoveTemplate", "s", SD_BUS_PARAM(name), "", ,
+				 method_remove_template, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("SetupReclaim", "tbsu", SD_BUS_PARAM(swap_bytes) SD_BUS_PARAM(zswap)
 				 SD_BUS_PARAM(compressor) SD_BUS_PARAM(max_pool_percent), "tbtts",
 				 SD_BUS_PARAM(swap_bytes) SD_BUS_PARAM(zswap_enabled)

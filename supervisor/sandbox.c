@@ -379,8 +379,8 @@ spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		sandbox_release(sb, true);
 		return;
 	}
-	if (sb->runtime_alive && vm && sb->state == SANDBOX_STARTING) {
-		if (resp && resp->body_case == WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX) {
+	if (sb->runtime_alive && sb->state == SANDBOX_STARTING) {
+		if (vm && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX) {
 			/* A restored microVM runs the app its image was taken of, and its agent has
 			 * answered: it is ready without a probe (which would cost one more request
 			 * through the emulated guest). */

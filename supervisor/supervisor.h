@@ -119,6 +119,7 @@ int helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsign
 int templates_load(struct supervisor *s);
 struct template *template_find(struct supervisor *s, const char *name);
 int template_add(struct supervisor *s, struct template *t, sd_bus_error *err);
+int template_remove(struct supervisor *s, const char *name, sd_bus_error *err);
 
 /* sandbox.c */
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
@@ -147,6 +148,7 @@ int warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, con
 		uint32_t start_timeout_ms, bool wait);
 void warm_sandbox_ready(struct sandbox *sb);
 void warm_done(const char *template_name, const char *backend, bool ok);
+void warm_tag(const char *template_name, const char *backend, char *tag, size_t size);
 int snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned fork_count,
 		   bool discard_parent, sd_bus_error *err);
 int sandbox_destroy(struct sandbox *sb);

@@ -7,6 +7,8 @@
 #include "supervisor.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <unistd.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -171,5 +173,96 @@ template_add(struct supervisor *s, struct template *t, sd_bus_error *err)
 					       strerror(-r));
 	template_link(s, t);
 	log_info("Template %s added (%s)", t->name, t->rootfs);
+	return 0;
+}
+
+static void
+template_free(struct template *t)
+{
+	free(t->rootfs);
+	for (size_t i = 0; i < t->argc; i++)
+		free(t->argv[i]);
+	free(t->argv);
+	free(t);
+}
+
+/* Ask snapshotd to drop a warm image; absent is fine, and a refusal only leaves a tag that
+ * RemoveTag can take later (logged). */
+static void
+warm_tag_dropped(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "Removing warm image %s: %s", (char *)ud,
+				  resp && resp->message ? resp->message : "%m");
+	free(ud);
+}
+
+static void
+warm_tag_drop(const char *tag)
+{
+	Warren__V1__RemoveImageRequest q = WARREN__V1__REMOVE_IMAGE_REQUEST__INIT;
+	q.tag = (char *)tag;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMAGE;
+	req.remove_image = &q;
+	char *name = strdup(tag);
+	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, warm_tag_dropped, name) < 0) {
+		log_warning("Warm image %s stays: snapshotd is not connected", tag);
+		free(name);
+	}
+}
+
+int
+template_remove(struct supervisor *s, const char *name, sd_bus_error *err)
+{
+	struct template *t = template_find(s, name);
+	if (!t)
+		return sd_bus_error_setf(err, ERR("NoSuchTemplate"), "No template %s", name);
+	if (t->builtin)
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Template %s is built in",
+					 name);
+	if (t->warming)
+		return sd_bus_error_setf(err, ERR("TemplateInUse"),
+					 "Template %s is being warmed; try again once its image is "
+					 "taken",
+					 name);
+	/* its sandboxes keep it; standby ones go with it, once none is still restoring (their
+	 * restore holds the warm image) */
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+		if (!strcmp(sb->template_name, name) && sb->state != SANDBOX_DESTROYING &&
+		    sandbox_visible(sb))
+			return sd_bus_error_setf(err, ERR("TemplateInUse"),
+						 "Sandbox %s uses template %s", sb->id, name);
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next) {
+		if (strcmp(sb->template_name, name) || sb->state == SANDBOX_DESTROYING)
+			continue;
+		if (sb->spawning)
+			return sd_bus_error_setf(err, ERR("TemplateInUse"),
+						 "A standby sandbox of %s is being restored; try again "
+						 "once it runs",
+						 name);
+	}
+	for (struct sandbox *sb = s->sandboxes, *next; sb; sb = next) {
+		next = sb->next;
+		if (!strcmp(sb->template_name, name) && sb->state != SANDBOX_DESTROYING)
+			sandbox_destroy(sb);
+	}
+	char path[512], tag[64];
+	snprintf(path, sizeof path, "%s/templates/%s", s->state_dir, name);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return sd_bus_error_set_errnof(err, errno, "Removing %s: %m", path);
+	static const char *const backends[] = {"gvisor", "microvm"};
+	for (size_t i = 0; i < ELEMENTSOF(backends); i++) {
+		warm_tag(name, backends[i], tag, sizeof tag);
+		warm_tag_drop(tag);
+	}
+	for (struct template **pp = &s->templates; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	log_info("Template %s removed", name);
+	template_free(t);
 	return 0;
 }

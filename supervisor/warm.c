@@ -20,7 +20,7 @@ struct warm_create_ctx {
 };
 
 /* One warm image per template and backend: warm-<name> (gVisor), warm-<name>-vm (microVM). */
-static void
+void
 warm_tag(const char *template_name, const char *backend, char *tag, size_t size)
 {
 	snprintf(tag, size, "warm-%s%s", template_name, strcmp(backend, "microvm") ? "" : "-vm");

@@ -158,6 +158,8 @@ main(int argc, char **argv)
 			   : !strcmp(argv[6], "frozen") ? WARREN__V1__ROUTE_STATE__ROUTE_FROZEN
 			   : !strcmp(argv[6], "failed") ? WARREN__V1__ROUTE_STATE__ROUTE_FAILED
 							: WARREN__V1__ROUTE_STATE__ROUTE_STARTING;
+		/* "booting": starting, its runtime not up yet (not probed); "starting": up */
+		sr.runtime_up = strcmp(argv[6], "booting") != 0;
 		sr.start_timeout_ms = argc > 7 ? (uint32_t)atoi(argv[7]) : 0;
 		sr.reason = argc > 8 ? argv[8] : "";
 		req.body_case = WARREN__V1__REQUEST__BODY_SET_ROUTE;

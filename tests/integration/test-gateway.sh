@@ -76,6 +76,15 @@ $POKE "$SOCK" setroute $C 127.0.0.1 "$FREE" starting 10000 >/dev/null
 PIDS+=($!)
 out=$(curl -s --max-time 10 "$GW/s/$C/late")
 expect "held request answered once the app is up ($out)" grep -q "hello path=/late" <<<"$out"
+# a route whose runtime is not up yet is not probed: its app answering changes nothing until
+# SetRoute says the runtime runs
+D=dddddddddddd
+$POKE "$SOCK" setroute $D 127.0.0.1 "$FREE" booting 1500 >/dev/null
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$GW/s/$D/")
+expect "a booting route is held and times out although a server listens ($code)" test "$code" = 504
+$POKE "$SOCK" setroute $D 127.0.0.1 "$FREE" starting 10000 >/dev/null
+out=$(curl -s --max-time 10 "$GW/s/$D/up")
+expect "once its runtime is up it is probed and answers ($out)" grep -q "hello path=/up" <<<"$out"
 expect "remove route" grep -q ok <<<"$($POKE "$SOCK" removeroute $C)"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$GW/s/$C/")
 expect "removed route: 404" test "$code" = 404

@@ -38,3 +38,23 @@ log "create from a standby: $ms ms to the reply (one restore is ~200 ms)"
 expect "it is running already" test "$(sbprop "$f" State)" = running
 expect "it is listed now" wait_for 5 sh -c "warrenctl list | grep -q $f"
 expect "another standby is restored behind it" wait_for 30 sh -c "[ \$(ls $T/state/sandboxes | wc -l) -gt \$(warrenctl list | tail -n +2 | wc -l) ]"
+
+# RemoveTemplate: never a built-in one, not while a sandbox of it exists; then it goes with its
+# standby sandboxes and its warm image
+set +e
+err=$(mgr RemoveTemplate s web 2>&1)
+expect "a built-in template cannot be removed ($err)" grep -q "built in" <<<"$err"
+err=$(mgr RemoveTemplate s sbweb 2>&1)
+expect "a template in use cannot be removed ($err)" grep -q "uses template sbweb" <<<"$err"
+set -e
+for s in $(warrenctl list | awk '$2 == "sbweb" {print $1}'); do warrenctl destroy "$s"; done
+expect "only the standby is left" wait_for 10 sh -c "[ \$(ls $T/state/sandboxes | wc -l) = \$(( \$(warrenctl list | tail -n +2 | wc -l) + 1 )) ]"
+expect "RemoveTemplate removes it" wait_for 20 warrenctl rmtemplate sbweb
+expect "it is not listed any more" sh -c "! warrenctl templates | grep -q sbweb"
+expect "its state file is gone" test ! -e "$T/state/templates/sbweb"
+expect "its standby sandbox is gone" wait_for 10 sh -c "[ \$(ls $T/state/sandboxes | wc -l) = \$(warrenctl list | tail -n +2 | wc -l) ]"
+expect "its warm image is gone" wait_for 10 sh -c "! warrenctl tags | grep -q warm-sbweb"
+set +e
+err=$(create sbweb 2>&1)
+set -e
+expect "a create of it now says there is no such template ($err)" grep -q "NoSuchTemplate\|No template\|no template" <<<"$err"
