@@ -43,6 +43,7 @@ log "Snapshot: $out"
 expect "the image holds device state and RAM" test -s "$T/images/vm1/state" -a -s "$T/images/vm1/ram"
 expect "the image says it is a microVM's" grep -q '^backend=microvm' "$T/images/vm1/warren-image"
 expect "the parent resumed in place (same VMM)" kill -0 "$pid"
+expect "the cold parent's RAM file was copied whole" grep -q "snapshot of $id: .*whole RAM copied" "$T/netnsd/bundles/$id/vmm.log"
 expect "the parent is running" test "$(sbprop "$id" State)" = running
 expect "the parent answers" sh -c "curl -fsS --max-time 10 $(sb_url "$id") | grep -q Warren"
 
@@ -66,7 +67,8 @@ warrenctl exec "$c1" -- /bin/busybox sh -c 'echo child-state > /tmp/marker2' || 
 out=$(mgr BranchSandbox ssu "$c1" vm2 1)
 g=$(echo "$out" | grep -o '"[0-9a-f]\{12\}"' | tr -d '"')
 log "branch of $c1: $g; $(grep -h 'snapshot of' "$T/netnsd/bundles/$c1/vmm.log")"
-expect "the branched child wrote only the pages it changed while paused" grep -q "pages written since restore" "$T/netnsd/bundles/$c1/vmm.log"
+line=$(grep "snapshot of $c1" "$T/netnsd/bundles/$c1/vmm.log" | tail -1)
+expect "the branched child wrote only the pages it changed while paused ($line)" sh -c "echo '$line' | grep -q ', [1-9][0-9]* pages written since restore' && ! echo '$line' | grep -q 'whole RAM'"
 expect "the grandchild answers" wait_for 60 sh -c "curl -fsS --max-time 5 $(sb_url "$g") | grep -q Warren"
 expect "the grandchild has the child's new state" test "$(warrenctl exec "$g" -- /bin/busybox cat /tmp/marker2)" = child-state
 expect "and the parent's older state" test "$(warrenctl exec "$g" -- /bin/busybox cat /tmp/marker)" = parent-state
