@@ -1,6 +1,7 @@
 /* Framing of Warren IPC datagrams: send/receive with SCM_RIGHTS, envelope checks. Used by every
  * process (servers in common/ipc-server.c, clients in common/ipc-client.c). */
 #include "ipc.h"
+#include "clock.h"
 #include "macro.h"
 
 #include <errno.h>
@@ -174,19 +175,29 @@ ipc_listen(const char *path, int mode)
 }
 
 int
-ipc_connect(const char *path, int nonblock)
+unix_connect(const char *path, int type, unsigned wait_ms)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof sa.sun_path)
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
-	_cleanup_close_ int fd =
-		socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-		return -errno;
-	return TAKE_FD(fd);
+	uint64_t t0 = now_usec();
+	for (;;) {
+		_cleanup_close_ int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+			return TAKE_FD(fd);
+		if (now_usec() - t0 >= (uint64_t)wait_ms * 1000)
+			return -errno;
+		usleep(1000);
+	}
+}
+
+int
+ipc_connect(const char *path, int nonblock)
+{
+	return unix_connect(path, SOCK_SEQPACKET | (nonblock ? SOCK_NONBLOCK : 0), 0);
 }
 
 const char *

@@ -29,4 +29,8 @@ int ipc_peer_cred(int fd, uid_t *uid, pid_t *pid);
 /* Listening / connected SOCK_SEQPACKET sockets (CLOEXEC, NONBLOCK when asked). */
 int ipc_listen(const char *path, int mode);
 int ipc_connect(const char *path, int nonblock);
+/* A Unix socket of type (SOCK_STREAM, ...; may carry SOCK_NONBLOCK) connected to path; with
+ * wait_ms, retried every millisecond that long while nothing accepts there yet (a server that
+ * is starting). */
+int unix_connect(const char *path, int type, unsigned wait_ms);
 const char *ipc_request_name(int body_case);

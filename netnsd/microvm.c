@@ -4,6 +4,7 @@
 #include "microvm.h"
 #include "microvm-net.h"
 #include "fileio.h"
+#include "ipc.h"
 #include "log.h"
 #include "macro.h"
 #include "vmm.h"
@@ -20,7 +21,6 @@
 #include <sys/stat.h>
 #include <grp.h>
 #include <sys/prctl.h>
-#include <sys/un.h>
 #include <time.h>
 
 #define AGENT_TIMEOUT_MS 10000
@@ -409,19 +409,12 @@ write_full(int fd, const void *buf, size_t n)
 static int
 agent_open(const char *bundle)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char dir[400];
+	char dir[400], path[420];
 	vmm_dir(bundle, dir, sizeof dir);
-	if (strlen(dir) + sizeof "/agent.sock" > sizeof sa.sun_path)
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, dir, strlen(dir));
-	memcpy(sa.sun_path + strlen(dir), "/agent.sock", sizeof "/agent.sock");
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
+	snprintf(path, sizeof path, "%s/agent.sock", dir);
+	int fd = unix_connect(path, SOCK_STREAM, 0);
+	if (fd < 0)
+		return fd;
 	if (driver->agent_vsock) {
 		char line[64];
 		snprintf(line, sizeof line, "CONNECT %u\n", VMM_AGENT_VSOCK_PORT);

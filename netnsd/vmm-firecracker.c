@@ -9,6 +9,8 @@
  * Firecracker takes paths, not fds: a restore's image files are inherited fds named
  * /proc/self/fd/N, which Firecracker opens as its own user. */
 #include "vmm.h"
+#include "clock.h"
+#include "ipc.h"
 #include "log.h"
 #include "macro.h"
 
@@ -19,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #define FC_TIMEOUT_MS 10000
@@ -114,36 +114,6 @@ fc_argv(const struct vmm_launch *l, char ***out)
 
 /* ---- the API: one request per connection, blocking ---- */
 
-static long
-ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-static int
-api_connect(const char *vmm_dir)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/vmm.sock", vmm_dir);
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	/* Firecracker binds its socket as it starts: wait for it, briefly */
-	for (;;) {
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -errno;
-		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
-			return fd;
-		int e = errno;
-		close(fd);
-		if (ms_since(&t0) > FC_TIMEOUT_MS)
-			return -e;
-		usleep(1000);
-	}
-}
-
 /* The fault_message of an Error body, for the log. */
 static void
 fault_message(const char *body, char *out, size_t size)
@@ -167,7 +137,10 @@ fault_message(const char *body, char *out, size_t size)
 static int
 fc_request(const char *vmm_dir, const char *method, const char *path, const char *body)
 {
-	int fd = api_connect(vmm_dir);
+	char sock[400];
+	snprintf(sock, sizeof sock, "%s/vmm.sock", vmm_dir);
+	/* Firecracker binds its socket as it starts: wait for it, briefly */
+	int fd = unix_connect(sock, SOCK_STREAM, FC_TIMEOUT_MS);
 	if (fd < 0)
 		return fd;
 	size_t blen = body ? strlen(body) : 0;
@@ -192,8 +165,7 @@ fc_request(const char *vmm_dir, const char *method, const char *path, const char
 	char buf[8192];
 	size_t have = 0;
 	long want = -1;
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t t0 = now_usec();
 	while (r == 0) {
 		buf[have] = 0;
 		char *end = strstr(buf, "\r\n\r\n");
@@ -207,7 +179,7 @@ fc_request(const char *vmm_dir, const char *method, const char *path, const char
 			r = -EMSGSIZE;
 			break;
 		}
-		long left = FC_TIMEOUT_MS - ms_since(&t0);
+		long left = FC_TIMEOUT_MS - (long)((now_usec() - t0) / 1000);
 		struct pollfd p = {fd, POLLIN, 0};
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
 			r = -ETIMEDOUT;

@@ -5,6 +5,8 @@
  * migration stream (x-ignore-shared) because the RAM is a file; 7.2 has no file: migration
  * URI, so the state goes through an fd (getfd over the QMP socket, or inherited on restore). */
 #include "vmm.h"
+#include "clock.h"
+#include "ipc.h"
 #include "log.h"
 #include "macro.h"
 
@@ -12,8 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
 
 #define QMP_TIMEOUT_MS 10000
 
@@ -108,20 +108,11 @@ struct qmp {
 	size_t have;
 };
 
-static long
-ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 /* Next line from QEMU (NUL-terminated in q->buf, consumed by the next call). */
 static int
 qmp_line(struct qmp *q, char **line, size_t *consumed)
 {
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t t0 = now_usec();
 	if (*consumed) {
 		memmove(q->buf, q->buf + *consumed, q->have - *consumed);
 		q->have -= *consumed;
@@ -137,7 +128,7 @@ qmp_line(struct qmp *q, char **line, size_t *consumed)
 		}
 		if (q->have >= sizeof q->buf - 1)
 			return -EMSGSIZE;
-		long left = QMP_TIMEOUT_MS - ms_since(&t0);
+		long left = QMP_TIMEOUT_MS - (long)((now_usec() - t0) / 1000);
 		struct pollfd p = {q->fd, POLLIN, 0};
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			return -ETIMEDOUT;
@@ -192,22 +183,13 @@ qmp_cmd(struct qmp *q, const char *json, int fd, char *result, size_t result_siz
 static int
 qmp_open(const char *vmm_dir, struct qmp *q)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/vmm.sock", vmm_dir);
+	char path[400];
+	snprintf(path, sizeof path, "%s/vmm.sock", vmm_dir);
 	q->have = 0;
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* QEMU creates the socket while it starts: wait for it, briefly */
-	for (;;) {
-		q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (connect(q->fd, (struct sockaddr *)&sa, sizeof sa) == 0)
-			break;
-		int e = errno;
-		close(q->fd);
-		if (ms_since(&t0) > QMP_TIMEOUT_MS)
-			return -e;
-		usleep(1000);
-	}
+	q->fd = unix_connect(path, SOCK_STREAM, QMP_TIMEOUT_MS);
+	if (q->fd < 0)
+		return q->fd;
 	char *greeting;
 	size_t consumed = 0;
 	int r = qmp_line(q, &greeting, &consumed);
@@ -241,8 +223,7 @@ static const char ignore_shared[] =
 static int
 migrate_wait(struct qmp *q)
 {
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t t0 = now_usec();
 	char res[1024];
 	for (;;) {
 		int r = qmp_cmd(q, "{\"execute\":\"query-migrate\"}\n", -1, res, sizeof res);
@@ -254,7 +235,7 @@ migrate_wait(struct qmp *q)
 			log_error("QMP migration: %s", res);
 			return -EIO;
 		}
-		if (ms_since(&t0) > 60000)
+		if (now_usec() - t0 > 60000000)
 			return -ETIMEDOUT;
 		usleep(1000);
 	}
