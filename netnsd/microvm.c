@@ -478,9 +478,11 @@ microvm_finish_restore(const char *bundle, const char *id, const int incoming[2]
 
 /* Copy the non-zero pages of from's data (not its holes) into to at the same offsets,
  * except those marked in skip (NULL: none). to is a fresh file of the right size: pages the
- * guest touched but left zero, like holes, stay holes in the image. */
+ * guest touched but left zero, like holes, stay holes in the image. With mark, every page of
+ * from's data is marked there and counted in *marked (a VMM's diff file: its data are the pages
+ * the guest wrote). */
 static int
-copy_nonzero_pages(int from, int to, const uint8_t *skip)
+copy_nonzero_pages(int from, int to, const uint8_t *skip, uint8_t *mark, uint64_t *marked)
 {
 	static char buf[1 << 20];
 	off_t off = 0;
@@ -498,6 +500,10 @@ copy_nonzero_pages(int from, int to, const uint8_t *skip)
 				return k < 0 ? -errno : -EIO;
 			for (ssize_t pg = 0; pg < k; pg += 4096) {
 				uint64_t n = (uint64_t)(p + pg) / 4096;
+				if (mark) {
+					mark[n / 8] |= (uint8_t)(1 << (n % 8));
+					(*marked)++;
+				}
 				if (skip && (skip[n / 8] >> (n % 8) & 1))
 					continue;
 				size_t len = (size_t)(k - pg) < 4096 ? (size_t)(k - pg) : 4096;
@@ -577,27 +583,6 @@ copy_written_pages(pid_t pid, uint64_t start, uint64_t ram_bytes, int out, uint8
 	return 0;
 }
 
-/* Mark in dirty the pages of a VMM-written diff file that hold data (the others are holes). */
-static int
-mark_data_pages(int fd, uint8_t *dirty, uint64_t *count)
-{
-	off_t off = 0;
-	for (;;) {
-		off_t data = lseek(fd, off, SEEK_DATA);
-		if (data < 0)
-			return errno == ENXIO ? 0 : -errno;
-		off_t hole = lseek(fd, data, SEEK_HOLE);
-		if (hole < 0)
-			return -errno;
-		for (off_t p = data & ~4095; p < hole; p += 4096) {
-			uint64_t n = (uint64_t)p / 4096;
-			dirty[n / 8] |= (uint8_t)(1 << (n % 8));
-			(*count)++;
-		}
-		off = hole;
-	}
-}
-
 int
 microvm_snapshot(const struct microvm_config *c, const char *bundle, const char *id, pid_t pid,
 		 uint64_t memory_limit, int image_dirfd)
@@ -637,7 +622,7 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 	 * Firecracker wrote guest memory itself (all, or for a restored VM the pages it wrote,
 	 * from KVM's dirty log): that copy is private, so it is read after the VM resumes. */
 	if (r == 0 && !driver->own_ram)
-		r = cold ? copy_nonzero_pages(in, out, NULL)
+		r = cold ? copy_nonzero_pages(in, out, NULL, NULL, NULL)
 			 : copy_written_pages(pid, start, ram_bytes, out, dirty, &written);
 	/* resume in place, whatever happened: the parent goes on */
 	int rr = driver->resume(dir);
@@ -647,15 +632,13 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 	if (r == 0 && driver->own_ram) {
 		_cleanup_close_ int m = open(mem, O_RDONLY | O_CLOEXEC);
 		r = m < 0 ? -errno : 0;
-		if (r == 0 && !cold)
-			r = mark_data_pages(m, dirty, &written);
 		if (r == 0)
-			r = copy_nonzero_pages(m, out, NULL);
+			r = copy_nonzero_pages(m, out, NULL, cold ? NULL : dirty, &written);
 	}
 	if (driver->own_ram)
 		unlink(mem);
 	if (r == 0 && !cold)
-		r = copy_nonzero_pages(in, out, dirty); /* the image's pages it did not write */
+		r = copy_nonzero_pages(in, out, dirty, NULL, NULL); /* the image's pages it did not write */
 	if (r < 0)
 		vmm_log(bundle, "snapshot of %s: %s", id, strerror(-r));
 	else
