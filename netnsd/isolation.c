@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-static int
+int
 nft_run(const char *script)
 {
 	FILE *f = popen("nft -f -", "w");

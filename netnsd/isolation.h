@@ -11,4 +11,6 @@ struct isolation_config {
 	const char *subnet_cidr; /* e.g. 10.201.0.0/16 */
 };
 int isolation_install(const struct isolation_config *c);
+/* Load an nft script (`nft -f -`) in the caller's network namespace; 0 or -EIO. */
+int nft_run(const char *script);
 int isolation_remove(const struct isolation_config *c);

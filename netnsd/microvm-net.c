@@ -1,6 +1,7 @@
 /* See microvm-net.h. Runs in the launcher child (already in the slot namespace, still root),
  * so it may exec nft; netnsd's locked-down main process only deletes the table (netlink). */
 #include "microvm-net.h"
+#include "isolation.h"
 #include "vmm.h"
 
 #include <arpa/inet.h>
@@ -59,16 +60,6 @@ tap_address(void)
 	return r;
 }
 
-static int
-nft_load(const char *script)
-{
-	FILE *f = popen("nft -f -", "w");
-	if (!f)
-		return -errno;
-	fputs(script, f);
-	return pclose(f) == 0 ? 0 : -EIO;
-}
-
 int
 microvm_net_setup(uid_t uid, unsigned port)
 {
@@ -98,7 +89,7 @@ microvm_net_setup(uid_t uid, unsigned port)
 		 " }\n"
 		 "}\n",
 		 MICROVM_NFT_TABLE, port, VMM_GUEST_ADDR, VMM_GUEST_ADDR);
-	r = nft_load(script);
+	r = nft_run(script);
 	if (r < 0)
 		fprintf(stderr, "warren: nft table %s in the slot failed\n", MICROVM_NFT_TABLE);
 	return r;
