@@ -66,11 +66,7 @@ in_slot(struct pool *p, struct slot *s, int (*fn)(struct pool *, struct slot *, 
 static int
 slot_configure_inside(struct pool *p, struct slot *s, int nl)
 {
-	/* a microVM's tap goes with the other links; its NAT table explicitly */
 	nl_links_delete_except(nl, (int)if_nametoindex("eth0"));
-	int t = nl_nft_table_delete(NFPROTO_IPV4, MICROVM_NFT_TABLE);
-	if (t < 0)
-		return t;
 	int lo = (int)if_nametoindex("lo"), eth0 = (int)if_nametoindex("eth0");
 	if (!lo || !eth0)
 		return -ENODEV;
@@ -84,6 +80,16 @@ slot_configure_inside(struct pool *p, struct slot *s, int nl)
 	if (r == 0)
 		r = nl_route_default(nl, eth0, s->host_addr);
 	return r;
+}
+
+/* A released slot: what its sandbox left goes -- a microVM's tap with the other links, its NAT
+ * table explicitly (a new slot has neither, a refreshed one keeps its sandbox's) -- and it is
+ * configured again. */
+static int
+slot_scrub(struct pool *p, struct slot *s, int nl)
+{
+	int r = nl_nft_table_delete(NFPROTO_IPV4, MICROVM_NFT_TABLE);
+	return r < 0 ? r : slot_configure_inside(p, s, nl);
 }
 
 static int
@@ -220,7 +226,7 @@ pool_release(struct pool *p, unsigned index)
 	if (index >= p->built || !p->slots[index].claimed)
 		return -ENOENT;
 	struct slot *s = &p->slots[index];
-	int r = in_slot(p, s, slot_configure_inside);
+	int r = in_slot(p, s, slot_scrub);
 	if (r < 0)
 		return log_error_errno(r, "Slot %u: scrub failed, keeping it out of the pool: %m",
 				       index);
