@@ -171,11 +171,7 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (r >= 0)
 		r = template_add(s, t, err);
 	if (r < 0) {
-		free(t->rootfs);
-		for (size_t i = 0; i < t->argc; i++)
-			free(t->argv[i]);
-		free(t->argv);
-		free(t);
+		template_free(t);
 		return r;
 	}
 	return sd_bus_reply_method_return(m, "");

@@ -34,6 +34,17 @@ image_open_call(const char *tag, unsigned timeout_ms, ipc_reply_fn cb, void *ud)
 	return helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, timeout_ms, cb, ud);
 }
 
+int
+image_remove_call(const char *tag, ipc_reply_fn cb, void *ud)
+{
+	Warren__V1__RemoveImageRequest q = WARREN__V1__REMOVE_IMAGE_REQUEST__INIT;
+	q.tag = (char *)tag;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMAGE;
+	req.remove_image = &q;
+	return helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, cb, ud);
+}
+
 /* ---- fork jobs: count children from one image ---- */
 
 struct fork_job {
@@ -475,13 +486,8 @@ method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 						 "Sandbox %s is being restored from %s; try again "
 						 "once it runs",
 						 sb->id, tag);
-	Warren__V1__RemoveImageRequest q = WARREN__V1__REMOVE_IMAGE_REQUEST__INIT;
-	q.tag = (char *)tag;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMAGE;
-	req.remove_image = &q;
 	sd_bus_message_ref(m);
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, remove_tag_done, m) < 0) {
+	if (image_remove_call(tag, remove_tag_done, m) < 0) {
 		sd_bus_message_unref(m);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
 	}

@@ -120,6 +120,7 @@ int templates_load(struct supervisor *s);
 struct template *template_find(struct supervisor *s, const char *name);
 int template_add(struct supervisor *s, struct template *t, sd_bus_error *err);
 int template_remove(struct supervisor *s, const char *name, sd_bus_error *err);
+void template_free(struct template *t);
 
 /* sandbox.c */
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
@@ -159,6 +160,7 @@ void sandbox_restore_failed(struct sandbox *sb, const char *why);
 void ipc_ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud);
 /* snapshot.c */
 int image_open_call(const char *tag, unsigned timeout_ms, ipc_reply_fn cb, void *ud);
+int image_remove_call(const char *tag, ipc_reply_fn cb, void *ud);
 void fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error);
 int method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
 int method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err);

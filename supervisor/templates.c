@@ -129,6 +129,7 @@ templates_load(struct supervisor *s)
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		if (file_read_kv(path, template_kv, t) < 0 || !t->argc) {
 			log_warning("Ignoring unreadable template %s", path);
+			template_free(t);
 			continue;
 		}
 		template_link(s, t);
@@ -176,7 +177,7 @@ template_add(struct supervisor *s, struct template *t, sd_bus_error *err)
 	return 0;
 }
 
-static void
+void
 template_free(struct template *t)
 {
 	free(t->rootfs);
@@ -201,13 +202,8 @@ warm_tag_dropped(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *u
 static void
 warm_tag_drop(const char *tag)
 {
-	Warren__V1__RemoveImageRequest q = WARREN__V1__REMOVE_IMAGE_REQUEST__INIT;
-	q.tag = (char *)tag;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMAGE;
-	req.remove_image = &q;
 	char *name = strdup(tag);
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, warm_tag_dropped, name) < 0) {
+	if (image_remove_call(tag, warm_tag_dropped, name) < 0) {
 		log_warning("Warm image %s stays: snapshotd is not connected", tag);
 		free(name);
 	}
