@@ -335,6 +335,30 @@ def bench_reclaim(quick):
     return rows
 
 
+def fork_vs_plain(tag, count, cid_prefix, template="web", timeout=60, interval=0.005):
+    """ForkTag(tag, count) until every child answers through the gateway, then `count` plain
+    `runsc restore`s of the same image at once into namespaces made beforehand; (Warren ms, or
+    None when a child did not answer; plain ms)"""
+    t0 = now()
+    ids = sh(["warrenctl", "fork", tag, str(count)]).stdout.split()
+    with cf.ThreadPoolExecutor(count) as ex:
+        ok = list(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=timeout,
+                                             interval=interval), ids))
+    w = (now() - t0) * 1000 if len(ids) == count and all(ok) else None
+    with cf.ThreadPoolExecutor(8) as ex:
+        list(ex.map(warren_destroy, ids))
+    for i in range(count):
+        plain_ns(i)
+    image = f"--image-path=/var/lib/warren/images/{tag}"
+    t0 = now()
+    with cf.ThreadPoolExecutor(count) as ex:
+        cids = list(ex.map(lambda i: plain_start(i, f"{cid_prefix}{i:03d}", "restore", image,
+                                                 template=template), range(count)))
+    b = (now() - t0) * 1000
+    plain_cleanup(cids)
+    return w, b
+
+
 def bench_snapshot(quick):
     """Seed rows G5/G6/B1 on gVisor: fork of a tag (all children answering) against plain
     runsc restores of the same image, and the pause of a snapshotted (branched) parent."""
@@ -348,23 +372,9 @@ def bench_snapshot(quick):
         wait_http(f"http://127.0.0.1:8300/s/{parent}/", interval=0.002)
         pause.append((now() - t0) * 1000)
         for count, dest, base in ((5, fork_w, fork_b), (1, one_w, one_b), (20, f20_w, f20_b)):
-            t0 = now()
-            ids = sh(["warrenctl", "fork", tag, str(count)]).stdout.split()
-            with cf.ThreadPoolExecutor(count) as ex:
-                list(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", interval=0.005), ids))
-            dest.append((now() - t0) * 1000)
-            for i in ids:
-                warren_destroy(i)
-            # plain runsc: the same image restored into namespaces made beforehand
-            for i in range(count):
-                plain_ns(i)
-            image = f"--image-path=/var/lib/warren/images/{tag}"
-            t0 = now()
-            with cf.ThreadPoolExecutor(count) as ex:
-                cids = list(ex.map(lambda i: plain_start(i, f"benchrs{rnd}{count}{i:03d}", "restore",
-                                                         image), range(count)))
-            base.append((now() - t0) * 1000)
-            plain_cleanup(cids)
+            w, b = fork_vs_plain(tag, count, f"benchrs{rnd}{count}")
+            dest += [w] if w is not None else []
+            base.append(b)
         sh(["warrenctl", "rmtag", tag])
     # fork of 100 (the seed's 3.7 s): needs a pool of 101 slots (the default is one per 128 MiB)
     f100_w, f100_b = [], []
@@ -372,24 +382,9 @@ def bench_snapshot(quick):
         tag = f"bench100{rnd}{int(time.time()) % 100000}"
         sh(["warrenctl", "snapshot", parent, tag])
         wait_http(f"http://127.0.0.1:8300/s/{parent}/", interval=0.005)
-        t0 = now()
-        ids = sh(["warrenctl", "fork", tag, "100"]).stdout.split()
-        with cf.ThreadPoolExecutor(100) as ex:
-            ok = list(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=120,
-                                                 interval=0.01), ids))
-        if len(ids) == 100 and all(ok):
-            f100_w.append((now() - t0) * 1000)
-        with cf.ThreadPoolExecutor(8) as ex:
-            list(ex.map(warren_destroy, ids))
-        for i in range(100):
-            plain_ns(i)
-        image = f"--image-path=/var/lib/warren/images/{tag}"
-        t0 = now()
-        with cf.ThreadPoolExecutor(100) as ex:
-            cids = list(ex.map(lambda i: plain_start(i, f"benchrh{rnd}{i:03d}", "restore", image),
-                               range(100)))
-        f100_b.append((now() - t0) * 1000)
-        plain_cleanup(cids)
+        w, b = fork_vs_plain(tag, 100, f"benchrh{rnd}", timeout=120, interval=0.01)
+        f100_w += [w] if w is not None else []
+        f100_b.append(b)
         sh(["warrenctl", "rmtag", tag])
     # branch: the parent goes on, children from the image just written, all answering
     branch_w = []
@@ -417,23 +412,9 @@ def bench_snapshot(quick):
         tag = f"benchapp{rnd}{int(time.time()) % 100000}"
         sh(["warrenctl", "snapshot", aparent, tag])
         wait_http(f"http://127.0.0.1:8300/s/{aparent}/", interval=0.005)
-        t0 = now()
-        ids = sh(["warrenctl", "fork", tag, "10"]).stdout.split()
-        with cf.ThreadPoolExecutor(10) as ex:
-            list(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=120,
-                                            interval=0.01), ids))
-        app_w.append((now() - t0) * 1000)
-        for i in ids:
-            warren_destroy(i)
-        for i in range(10):
-            plain_ns(i)
-        image = f"--image-path=/var/lib/warren/images/{tag}"
-        t0 = now()
-        with cf.ThreadPoolExecutor(10) as ex:
-            cids = list(ex.map(lambda i: plain_start(i, f"benchra{rnd}{i:03d}", "restore", image,
-                                                     template="app"), range(10)))
-        app_b.append((now() - t0) * 1000)
-        plain_cleanup(cids)
+        w, b = fork_vs_plain(tag, 10, f"benchra{rnd}", template="app", timeout=120, interval=0.01)
+        app_w += [w] if w is not None else []
+        app_b.append(b)
         sh(["warrenctl", "rmtag", tag])
     warren_destroy(aparent)
     # warm template: the same web app, restored from its warm image on every create
