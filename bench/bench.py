@@ -335,6 +335,13 @@ def bench_reclaim(quick):
     return rows
 
 
+def remove_template(name):
+    """RemoveTemplate (and so its warm images), once no standby of it is still restoring"""
+    end = now() + 30
+    while sh(["warrenctl", "rmtemplate", name], check=False).returncode and now() < end:
+        time.sleep(0.2)
+
+
 def fork_vs_plain(tag, count, cid_prefix, template="web", timeout=60, interval=0.005):
     """ForkTag(tag, count) until every child answers through the gateway, then `count` plain
     `runsc restore`s of the same image at once into namespaces made beforehand; (Warren ms, or
@@ -455,6 +462,8 @@ def bench_snapshot(quick):
         ms, sid = warren_create("standbyweb")
         standby_w.append(ms)
         warren_destroy(sid)
+    remove_template("warmweb")
+    remove_template("standbyweb")
     rows = [row("warm web: create -> first HTTP 200", warm_w, warm_b,
                 "plain `runsc restore` of the same image", target="<= 100 ms"),
             row("warm web, standby=1: create -> first HTTP 200", standby_w, warm_b,
@@ -677,6 +686,7 @@ def bench_microvm(quick):
         ms, sid = create_vm("standbyweb")
         sb_w.append(ms)
         warren_destroy(sid)
+    remove_template("standbyweb")
     rows.append(row("microVM warm web, standby=1: create -> first HTTP 200", sb_w, one_b,
                     "plain QEMU restore of the same kind of image", target="<= 150 ms (TCG)"))
     rows.append(row("microVM fork of a web tag: 10 children answering", ten_w))
@@ -725,6 +735,7 @@ def bench_microvm(quick):
         ms, sid = create_vm("warmapp")
         warm_app.append(ms)
         warren_destroy(sid)
+    remove_template("warmapp")
     rows.append(row("microVM warm app: create -> first HTTP 200 (restore of the warm image)", warm_app,
                     app_fork, "fork of 1 from an app tag (the same restore)", target="<= 150 ms (TCG)"))
     # branch of a running web VM into 3: the parent resumes in place, children restored
