@@ -183,6 +183,7 @@ main(int argc, char **argv)
 	sc = (struct spawner_config){.runsc = n.runsc,
 				     .runtime_dir = runtime,
 				     .cgroup_parent = n.cgroup_parent,
+				     .templates_dir = n.templates_dir,
 				     .isolation = &iso,
 				     .vm = &n.vm};
 	int spawner_fd = -1;

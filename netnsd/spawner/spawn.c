@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "names.h"
 #include "oci-spec.h"
+#include "rootfs.h"
 
 #include <event2/event.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 struct sb {
 	char id[SANDBOX_ID_LEN + 1];
 	int nsfd;
+	int rootfs_fd; /* gVisor: the checked template rootfs, mounted for runsc (rootfs.h) */
 	pid_t pid;
 	char bundle[300];
 	char cgroup[300];
@@ -58,6 +60,8 @@ static struct ipc_server *server;
 static struct sb *sandboxes;
 static struct cmd *cmds;
 static char runsc_root[300];
+static int templates_fd = -1;
+static char rootfs_mnt[300]; /* where runsc finds the rootfs, in its own mount namespace */
 
 static struct sb *
 sb_find(const char *id)
@@ -84,6 +88,7 @@ sb_forget(struct sb *sb)
 	}
 	cgroup_remove(sb->cgroup);
 	safe_close(sb->nsfd);
+	safe_close(sb->rootfs_fd);
 	free(sb);
 }
 
@@ -101,12 +106,15 @@ run_in_slot(struct sb *sb, char **argv, int out_fd, int err_fd, bool for_run)
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
-	if (setns(sb->nsfd, CLONE_NEWNET) < 0)
+	int tree = for_run ? rootfs_clone(sb->rootfs_fd) : -1;
+	if (setns(sb->nsfd, CLONE_NEWNET) < 0 || (for_run && tree < 0))
 		_exit(120);
 	if (for_run && (unshare(CLONE_NEWNS) < 0 ||
 			mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 			mount("tmpfs", "/proc/sys/net", "tmpfs", MS_NOSUID | MS_NODEV, NULL) < 0))
 		_exit(121);
+	if (for_run && rootfs_attach(tree, rootfs_mnt) < 0)
+		_exit(122);
 	int null = open("/dev/null", O_RDWR);
 	dup2(null, 0);
 	dup2(out_fd >= 0 ? out_fd : null, 1);
@@ -427,16 +435,27 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	struct sb *sb = calloc(1, sizeof *sb);
 	snprintf(sb->id, sizeof sb->id, "%s", q->id);
 	sb->nsfd = TAKE_FD(call->fds[0]);
+	sb->rootfs_fd = -1;
 	snprintf(sb->bundle, sizeof sb->bundle, "%s/bundles/%s", cfg->runtime_dir, q->id);
 	snprintf(sb->cgroup, sizeof sb->cgroup, "%s/%s", cfg->cgroup_parent, q->id);
 	sb->next = sandboxes;
 	sandboxes = sb;
 	if (!strcmp(q->backend, "microvm"))
 		return start_vm(call, sb, q, image_fd);
+	/* runsc gets the tree checked here, by fd: never the path, which could change under it */
+	char why[600];
+	sb->rootfs_fd = rootfs_open(templates_fd, cfg->templates_dir, q->rootfs, why, sizeof why);
+	if (sb->rootfs_fd < 0) {
+		int e = sb->rootfs_fd;
+		log_error("Sandbox %s: template rootfs refused: %s", q->id, why);
+		sb_forget(sb);
+		safe_close(image_fd);
+		return ipc_call_error(call, e, "template rootfs refused: %s", why);
+	}
 	char netns[64];
 	snprintf(netns, sizeof netns, "/proc/%d/fd/%d", (int)getpid(), sb->nsfd);
 	struct oci_spec spec = {.id = q->id,
-				.rootfs = q->rootfs,
+				.rootfs = rootfs_mnt,
 				.argv = q->argv,
 				.argc = q->n_argv,
 				.env = q->env,
@@ -711,6 +730,12 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 		_exit(1);
 	snprintf(runsc_root, sizeof runsc_root, "--root=%s/runsc", cfg->runtime_dir);
 	clean_slate();
+	snprintf(rootfs_mnt, sizeof rootfs_mnt, "%s/rootfs", cfg->runtime_dir);
+	mkdir_p(rootfs_mnt, 0700);
+	templates_fd = rootfs_open_templates(cfg->templates_dir);
+	if (templates_fd < 0)
+		log_error_errno(templates_fd, "Templates dir %s (root's, writable by root only?): %m; "
+				"gVisor sandboxes are refused", cfg->templates_dir);
 	base = event_base_new();
 	struct ipc_server_config sc = {.name = "netnsd-spawner",
 				       .table = spawner_table,

@@ -12,6 +12,7 @@ struct spawner_config {
 	const char *runsc;
 	const char *runtime_dir; /* runsc --root and bundles live under it */
 	const char *cgroup_parent;
+	const char *templates_dir; /* canonical; every gVisor rootfs is opened beneath it */
 	const struct isolation_config *isolation;
 	const struct microvm_config *vm; /* the microVM backend, when this host has it */
 };
