@@ -12,8 +12,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <linux/openat2.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +38,8 @@ netnsd_strings_valid(char *const *v, size_t n, size_t max, bool env)
 	return true;
 }
 
-static int
-why_err(int r, char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int why_err(int r, char *why, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 static int
 why_err(int r, char *why, size_t size, const char *fmt, ...)
@@ -59,8 +59,8 @@ netnsd_validate_spawn(const Warren__V1__SpawnSandboxRequest *q, uint64_t mem_tot
 		return why_err(-EINVAL, why, size, "missing spawn parameters");
 	if (!sandbox_id_valid(q->id))
 		return why_err(-EINVAL, why, size, "bad sandbox id");
-	if (!q->backend || (q->backend[0] && strcmp(q->backend, "gvisor") &&
-			    strcmp(q->backend, "microvm")))
+	if (!q->backend ||
+	    (q->backend[0] && strcmp(q->backend, "gvisor") && strcmp(q->backend, "microvm")))
 		return why_err(-EOPNOTSUPP, why, size, "backend is not served");
 	if (q->n_argv == 0 || !q->argv || !q->argv[0] || !q->argv[0][0] ||
 	    !netnsd_strings_valid(q->argv, q->n_argv, NETNSD_MAX_ARGS, false) ||
@@ -97,7 +97,8 @@ image_name_valid(const char *name, enum netnsd_image_use use, bool cache)
 		if (cache || strncmp(name, ".tmp.", 5))
 			return false;
 		const char *dot = strrchr(name, '.');
-		if (dot - name <= 5 || strlen(dot + 1) != 8 || (size_t)(dot - name - 5) >= sizeof tag)
+		if (dot - name <= 5 || strlen(dot + 1) != 8 ||
+		    (size_t)(dot - name - 5) >= sizeof tag)
 			return false;
 		for (const char *p = dot + 1; *p; p++)
 			if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
@@ -195,14 +196,15 @@ netnsd_image_open(const struct netnsd_images *im, int fd, enum netnsd_image_use 
 		const char *name = path + rl + 1;
 		if (!image_name_valid(name, use, i == 1))
 			return why_err(-EACCES, why, size, "%s is not an image directory for a %s",
-				       path, use == NETNSD_IMAGE_CHECKPOINT ? "checkpoint" : "restore");
+				       path,
+				       use == NETNSD_IMAGE_CHECKPOINT ? "checkpoint" : "restore");
 		_cleanup_close_ int sfd =
-			open(store, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		    open(store, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat sst;
 		if (sfd < 0 || fstat(sfd, &sst) < 0)
 			return why_err(-EACCES, why, size, "cannot open the store %s", store);
 		_cleanup_close_ int rfd =
-			i == 0 ? dup(sfd) : open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		    i == 0 ? dup(sfd) : open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (rfd < 0)
 			return why_err(-EACCES, why, size, "cannot open %s", root);
 		int r = root_check(rfd, root, sst.st_uid, i == 1, why, size);
@@ -226,7 +228,8 @@ netnsd_image_open(const struct netnsd_images *im, int fd, enum netnsd_image_use 
 				return why_err(r == -ENOTEMPTY ? -EEXIST : r, why, size,
 					       "%s is not an empty new image", path);
 		} else {
-			r = vm ? member_regular(ifd, "state") : member_regular(ifd, "checkpoint.img");
+			r = vm ? member_regular(ifd, "state")
+			       : member_regular(ifd, "checkpoint.img");
 			if (r == 0 && vm)
 				r = member_regular(ifd, "ram");
 			if (r < 0)
@@ -248,7 +251,8 @@ netnsd_image_member_seal(int dirfd, const char *name)
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return log_error_errno(-errno, "Image member %s: %m", name);
 	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid())
-		return log_error_errno(-EACCES, "Image member %s is not a file of ours alone", name);
+		return log_error_errno(-EACCES, "Image member %s is not a file of ours alone",
+				       name);
 	if ((st.st_mode & 077) && fchmod(fd, st.st_mode & 0700) < 0)
 		return log_error_errno(-errno, "Image member %s: chmod: %m", name);
 	return 0;

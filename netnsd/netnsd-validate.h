@@ -16,7 +16,7 @@ struct netnsd_images {
 
 enum netnsd_image_use {
 	NETNSD_IMAGE_CHECKPOINT, /* an empty temporary directory (.tmp.<tag>.<n>) of the store */
-	NETNSD_IMAGE_RESTORE,    /* a sealed tag <tag> of the store, or <tag>.<n> of the cache */
+	NETNSD_IMAGE_RESTORE,	 /* a sealed tag <tag> of the store, or <tag>.<n> of the cache */
 };
 
 /* argv/env: at most max strings, each at most NETNSD_MAX_ARG_LEN bytes; env entries are

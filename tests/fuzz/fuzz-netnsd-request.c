@@ -37,7 +37,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 #define CHECK(c)                                                                                   \
 	do {                                                                                       \
 		if (!(c)) {                                                                        \
-			fprintf(stderr, "invariant broken at %s:%d: %s\n", __FILE__, __LINE__, #c); \
+			fprintf(stderr, "invariant broken at %s:%d: %s\n", __FILE__, __LINE__,     \
+				#c);                                                               \
 			__builtin_trap();                                                          \
 		}                                                                                  \
 	} while (0)
@@ -303,35 +304,35 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(root, sizeof root, "/tmp/warren-fuzz-netnsd");
 	CHECK(rm_rf(root) == 0 && mkdir(root, 0700) == 0);
 	static const char *const tree[][2] = {
-		{"templates", "dir"},
-		{"templates/web", "dir"},
-		{"templates/web/rootfs", "dir"},
-		{"templates/web/vm-initramfs.cpio", "file"},
-		{"store", "dir"},
-		{"store/.tmp.t1.0000abcd", "dir"},
-		{"store/.tmp.t2.0000abce", "dir"},
-		{"store/.tmp.t2.0000abce/state", "/etc/passwd"},
-		{"store/good", "dir"},
-		{"store/good/checkpoint.img", "file"},
-		{"store/good/state", "file"},
-		{"store/good/ram", "file"},
-		{"store/evil", "dir"},
-		{"store/evil/checkpoint.img", "/etc/passwd"},
-		{"store/evil/state", "/etc/passwd"},
-		{"store/evil/ram", "/etc/passwd"},
-		{"cache", "dir"},
-		{"cache/good.123", "dir"},
-		{"cache/good.123/checkpoint.img", "file"},
-		{"cache/good.123/state", "file"},
-		{"cache/good.123/ram", "file"},
-		{"outside", "dir"},
-		{"outside/checkpoint.img", "/etc/passwd"},
-		{"outside/state", "/etc/passwd"},
-		{"outside/ram", "/etc/passwd"},
-		{"slot0", "file"},
-		{"slot1", "file"},
-		{"slot2", "file"},
-		{"slot3", "file"},
+	    {"templates", "dir"},
+	    {"templates/web", "dir"},
+	    {"templates/web/rootfs", "dir"},
+	    {"templates/web/vm-initramfs.cpio", "file"},
+	    {"store", "dir"},
+	    {"store/.tmp.t1.0000abcd", "dir"},
+	    {"store/.tmp.t2.0000abce", "dir"},
+	    {"store/.tmp.t2.0000abce/state", "/etc/passwd"},
+	    {"store/good", "dir"},
+	    {"store/good/checkpoint.img", "file"},
+	    {"store/good/state", "file"},
+	    {"store/good/ram", "file"},
+	    {"store/evil", "dir"},
+	    {"store/evil/checkpoint.img", "/etc/passwd"},
+	    {"store/evil/state", "/etc/passwd"},
+	    {"store/evil/ram", "/etc/passwd"},
+	    {"cache", "dir"},
+	    {"cache/good.123", "dir"},
+	    {"cache/good.123/checkpoint.img", "file"},
+	    {"cache/good.123/state", "file"},
+	    {"cache/good.123/ram", "file"},
+	    {"outside", "dir"},
+	    {"outside/checkpoint.img", "/etc/passwd"},
+	    {"outside/state", "/etc/passwd"},
+	    {"outside/ram", "/etc/passwd"},
+	    {"slot0", "file"},
+	    {"slot1", "file"},
+	    {"slot2", "file"},
+	    {"slot3", "file"},
 	};
 	for (size_t i = 0; i < sizeof tree / sizeof tree[0]; i++)
 		mk(tree[i][0], tree[i][1]);
@@ -346,13 +347,20 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		char rel[16];
 		snprintf(rel, sizeof rel, "slot%u", i);
 		struct stat st;
-		fake_pool.slots[i] = (struct slot){.index = i, .nsfd = po(rel, O_RDONLY), .built = true};
+		fake_pool.slots[i] =
+		    (struct slot){.index = i, .nsfd = po(rel, O_RDONLY), .built = true};
 		CHECK(fstat(fake_pool.slots[i].nsfd, &st) == 0);
 		fake_pool.slots[i].ns_ino = st.st_ino;
 	}
-	static const char *const dirs[] = {"store/.tmp.t1.0000abcd", "store/.tmp.t2.0000abce",
-					   "store/good", "store/evil", "cache/good.123",
-					   "outside", "store", "cache", "templates/web/rootfs"};
+	static const char *const dirs[] = {"store/.tmp.t1.0000abcd",
+					   "store/.tmp.t2.0000abce",
+					   "store/good",
+					   "store/evil",
+					   "cache/good.123",
+					   "outside",
+					   "store",
+					   "cache",
+					   "templates/web/rootfs"};
 	size_t k = 0;
 	for (unsigned i = 0; i < N_SLOTS; i++)
 		palette[k++] = fake_pool.slots[i].nsfd;
