@@ -633,12 +633,16 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 	 * are created here, never opened through a name that was there before */
 	_cleanup_close_ int state = openat(image_dirfd, "state",
 					   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (state < 0)
-		return -errno;
-	_cleanup_close_ int out = openat(image_dirfd, "ram",
-					 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0)
-		return -errno;
+	_cleanup_close_ int out = state < 0 ? -1
+					    : openat(image_dirfd, "ram",
+						     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+						     0600);
+	if (out < 0) {
+		int r = -errno;
+		vmm_log(bundle, "snapshot of %s: cannot create the image's %s: %s", id,
+			state < 0 ? "state" : "ram", strerror(-r));
+		return r;
+	}
 	_cleanup_close_ int in = -1; /* a cold VM's RAM memfd, or a restored VM's image RAM */
 	uint64_t start = 0, written = 0;
 	/* a restored VM maps its image's RAM file private; a cold one has its RAM in a shared
