@@ -36,7 +36,10 @@ usage(void)
 	       "  --vm-kernel PATH     guest kernel (default /var/lib/warren/vm/vmlinuz; firecracker:\n"
 	       "                       vmlinux, from warren-vm-image --vmlinux)\n"
 	       "  --vm-user USER       the VMM drops to this user (default warren-vm)\n"
-	       "  --vm-ram-dir DIR     running VMs' RAM files, on tmpfs (default /dev/shm/warren-vm)\n"
+	       "  --image-store DIR    snapshotd's --store: checkpoints and restores use only image\n"
+	       "                       directories in it (default /var/lib/warren/images)\n"
+	       "  --image-cache DIR    snapshotd's --image-cache: decompressed images restored from\n"
+	       "                       there too (default /dev/shm/warren-images)\n"
 	       "  --vm-console         guest serial console to <bundle>/console.log\n" DAEMON_COMMON_HELP);
 }
 
@@ -56,12 +59,13 @@ main(int argc, char **argv)
 	const char *subnet = "10.201.0.0", *prefix = "wrn", *table = "warren";
 	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
 	n.runsc = "/usr/bin/runsc";
+	n.images = (struct netnsd_images){.store = "/var/lib/warren/images",
+					  .cache = "/dev/shm/warren-images"};
 	n.cgroup_parent = "/warren";
 	n.vm = (struct microvm_config){.vmm = "qemu",
 				       .qemu = "/usr/bin/qemu-system-x86_64",
 				       .firecracker = "/usr/bin/firecracker",
 				       .kernel = NULL,
-				       .ram_dir = "/dev/shm/warren-vm",
 				       .vm_user = "warren-vm"};
 	static const struct option opts[] = {
 		{"pool-size", required_argument, NULL, 'p'},
@@ -79,6 +83,8 @@ main(int argc, char **argv)
 		{"vm-kernel", required_argument, NULL, 'K'},
 		{"vm-user", required_argument, NULL, 'U'},
 		{"vm-ram-dir", required_argument, NULL, 'R'},
+		{"image-store", required_argument, NULL, 'S'},
+		{"image-cache", required_argument, NULL, 'I'},
 		{"vm-console", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		DAEMON_COMMON_OPTIONS,
@@ -138,7 +144,15 @@ main(int argc, char **argv)
 			n.vm.vm_user = optarg;
 			break;
 		case 'R':
-			n.vm.ram_dir = optarg;
+			/* 0.2.0 kept guest RAM in files there, a predictable name in a
+			 * world-writable directory; RAM is anonymous memory (memfd) now */
+			log_warning("--vm-ram-dir is ignored: guest RAM is anonymous memory");
+			break;
+		case 'S':
+			n.images.store = optarg;
+			break;
+		case 'I':
+			n.images.cache = optarg;
 			break;
 		case 'C':
 			n.vm.console = true;

@@ -1,12 +1,14 @@
 /* netnsd's request table and handlers. Every request comes from the supervisor (checked by
- * SO_PEERCRED at accept) and is validated here before anything privileged happens; runsc work
- * is forwarded to the spawner only after validation. */
+ * SO_PEERCRED at accept), which may be compromised: each is validated here (field checks and
+ * the image proof in netnsd-validate.c) before anything privileged happens; runsc and VMM work
+ * is forwarded to the spawner only after validation, with netnsd's own fds. */
 #include "cgroup.h"
 #include "clock.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
 #include "netnsd.h"
+#include "netnsd-validate.h"
 
 #include <arpa/inet.h>
 #include <limits.h>
@@ -14,9 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAX_ARGS 64
-#define MAX_ARG_LEN 4096
-#define MIN_MEMORY (16ull << 20)
 
 struct claim_waiter {
 	struct netnsd *n;
@@ -243,34 +242,21 @@ forward(struct netnsd *n, struct ipc_call *call, const char *id, const int *fds,
 	return IPC_DEFER;
 }
 
-static bool
-strings_valid(char **v, size_t n, size_t max, bool env)
-{
-	if (n > max)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(v[i]);
-		if (len > MAX_ARG_LEN || (env && (!strchr(v[i], '=') || v[i][0] == '=')))
-			return false;
-	}
-	return true;
-}
-
-/* Validate a spawn or restore and forward it with netnsd's own fd for the slot (and the image). */
+/* Validate a spawn or restore and forward it with netnsd's own fd for the slot (and for the
+ * image, which netnsd opened itself beneath snapshotd's store). */
 static int
 start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q,
 	      bool restore)
 {
-	if (!q)
-		return ipc_call_error(call, -EINVAL, "missing spawn parameters");
-	if (!sandbox_id_valid(q->id))
-		return ipc_call_error(call, -EINVAL, "bad sandbox id");
+	char why[300];
+	uint64_t mem = 0;
+	meminfo_bytes("MemTotal", &mem);
+	int r = netnsd_validate_spawn(q, mem, why, sizeof why);
+	if (r < 0)
+		return ipc_call_error(call, r, "%s", why);
 	if (sandbox_find(n, q->id))
 		return ipc_call_error(call, -EEXIST, "sandbox %s exists", q->id);
 	bool vm = !strcmp(q->backend, "microvm");
-	if (strcmp(q->backend, "gvisor") && q->backend[0] && !vm)
-		return ipc_call_error(call, -EOPNOTSUPP, "backend %s is not served", q->backend);
-	char why[300];
 	if (vm && !microvm_available(&n->vm, why, sizeof why))
 		return ipc_call_error(call, -EOPNOTSUPP, "the microVM backend is not usable: %s",
 				      why);
@@ -283,15 +269,6 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 	struct stat st;
 	if (fstat(call->fds[0], &st) < 0 || st.st_ino != s->ns_ino)
 		return ipc_call_error(call, -EINVAL, "fd is not the namespace of slot %u", q->slot);
-	if (q->n_argv == 0 || !q->argv[0][0] || !strings_valid(q->argv, q->n_argv, MAX_ARGS, false) ||
-	    !strings_valid(q->env, q->n_env, MAX_ARGS, true))
-		return ipc_call_error(call, -EINVAL, "bad argv or env");
-	uint64_t mem = 0;
-	meminfo_bytes("MemTotal", &mem);
-	if (q->memory_limit < MIN_MEMORY || q->memory_limit > mem)
-		return ipc_call_error(call, -EINVAL, "memory limit out of range");
-	if (!port_valid(q->port))
-		return ipc_call_error(call, -EINVAL, "bad port");
 	char real[PATH_MAX];
 	if (!realpath(q->rootfs, real) || !path_is_inside(real, n->templates_dir) ||
 	    stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -317,8 +294,12 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 					      "the root disk of %s is not a file inside %s",
 					      q->rootfs, n->templates_dir);
 	}
-	if (restore && (fstat(call->fds[1], &st) < 0 || !S_ISDIR(st.st_mode)))
-		return ipc_call_error(call, -EINVAL, "the image fd is not a directory");
+	_cleanup_close_ int image = -1;
+	if (restore && (r = netnsd_image_open(&n->images, call->fds[1], NETNSD_IMAGE_RESTORE, vm,
+					      &image, why, sizeof why)) < 0) {
+		log_warning("Restore of %s refused: %s", q->id, why);
+		return ipc_call_error(call, r, "%s", why);
+	}
 	/* A restore takes the address the namespace has when it starts; a slot that ran gVisor
 	 * before (the parent of a snapshot) lost it. */
 	int rr = restore && !vm ? pool_slot_refresh(n->pool, q->slot) : 0;
@@ -339,10 +320,11 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 	struct netnsd_sandbox *sb = calloc(1, sizeof *sb);
 	snprintf(sb->id, sizeof sb->id, "%s", q->id);
 	sb->slot = q->slot;
+	sb->vm = vm;
 	sb->next = n->sandboxes;
 	n->sandboxes = sb;
-	int fds[2] = {s->nsfd, restore ? call->fds[1] : -1};
-	int r = forward(n, call, q->id, fds, restore ? 2 : 1, 120000);
+	int fds[2] = {s->nsfd, image};
+	r = forward(n, call, q->id, fds, restore ? 2 : 1, 120000);
 	call->req = orig;
 	if (r < 0)
 		sandbox_remove(n, q->id);
@@ -369,10 +351,17 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	struct netnsd_sandbox *sb = sandbox_id_valid(id) ? sandbox_find(n, id) : NULL;
 	if (!sb || sb->exited || !sb->pid)
 		return ipc_call_error(call, -ENOENT, "no running sandbox %s", id);
-	struct stat st;
-	if (fstat(call->fds[0], &st) < 0 || !S_ISDIR(st.st_mode))
-		return ipc_call_error(call, -EINVAL, "the image fd is not a directory");
-	return forward(n, call, id, call->fds, 1, 120000);
+	/* the spawner creates the image's files in it as root: only an empty new image
+	 * directory of snapshotd's store, opened by netnsd itself, goes there */
+	char why[300];
+	_cleanup_close_ int image = -1;
+	int r = netnsd_image_open(&n->images, call->fds[0], NETNSD_IMAGE_CHECKPOINT, sb->vm, &image,
+				  why, sizeof why);
+	if (r < 0) {
+		log_warning("Checkpoint of %s refused: %s", id, why);
+		return ipc_call_error(call, r, "%s", why);
+	}
+	return forward(n, call, id, &image, 1, 120000);
 }
 
 static int
@@ -393,9 +382,10 @@ handle_exec(struct ipc_call *call, void *ud)
 	struct netnsd_sandbox *sb = sandbox_id_valid(q->id) ? sandbox_find(n, q->id) : NULL;
 	if (!sb || sb->exited || !sb->pid)
 		return ipc_call_error(call, -ENOENT, "no running sandbox %s", q->id);
-	if (q->n_argv == 0 || !strings_valid(q->argv, q->n_argv, MAX_ARGS, false) ||
-	    q->timeout_ms > 600000)
-		return ipc_call_error(call, -EINVAL, "bad argv or timeout");
+	char why[100];
+	int r = netnsd_validate_exec(q, why, sizeof why);
+	if (r < 0)
+		return ipc_call_error(call, r, "%s", why);
 	return forward(n, call, q->id, NULL, 0, (q->timeout_ms ? q->timeout_ms : 30000) + 5000);
 }
 

@@ -12,4 +12,6 @@ const unsigned netnsd_n_caps = sizeof netnsd_caps / sizeof netnsd_caps[0];
 
 static const char *const groups[] = {"@default", "@basic-io", "@event-loop", "@ipc", "@file-read",
 				     "@namespaces", NULL};
-const struct seccomp_policy netnsd_seccomp = {.name = "netnsd", .groups = groups};
+/* openat2: netnsd opens image directories beneath snapshotd's store (netnsd-validate.c) */
+static const char *const extra[] = {"openat2", NULL};
+const struct seccomp_policy netnsd_seccomp = {.name = "netnsd", .groups = groups, .extra = extra};

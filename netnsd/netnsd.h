@@ -8,6 +8,7 @@
 #include "isolation.h"
 #include "microvm.h"
 #include "names.h"
+#include "netnsd-validate.h"
 #include "pool.h"
 
 struct netnsd_sandbox {
@@ -15,6 +16,7 @@ struct netnsd_sandbox {
 	unsigned slot;
 	int pid;
 	bool exited;
+	bool vm; /* microVM backend: its images hold state and ram */
 	struct netnsd_sandbox *next;
 };
 
@@ -27,6 +29,7 @@ struct netnsd {
 	const char *cgroup_parent;
 	const char *runsc;
 	struct microvm_config vm;
+	struct netnsd_images images; /* snapshotd's store and cache: where images must be */
 	struct netnsd_sandbox *sandboxes;
 	struct claim_waiter *waiters;
 };

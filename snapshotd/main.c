@@ -5,9 +5,32 @@
 #include "notify.h"
 #include "snapshotd.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The image cache is on a world-writable tmpfs (/dev/shm) under a name anyone can guess: made
+ * here if missing, and used only if it is a real directory of ours alone (0700), or another
+ * user who made it first would read (and change) tenants' decompressed images. */
+static int
+cache_dir_check(const char *dir)
+{
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return log_error_errno(-errno, "Cannot create the image cache %s: %m", dir);
+	struct stat st;
+	if (lstat(dir, &st) < 0)
+		return log_error_errno(-errno, "Image cache %s: %m", dir);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700)
+		return log_error_errno(-EACCES,
+				       "Image cache %s is not a directory of ours alone (owner %u, "
+				       "mode %04o%s): refusing to start",
+				       dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+				       S_ISLNK(st.st_mode) ? ", a symlink" : "");
+	return 0;
+}
 
 int
 main(int argc, char **argv)
@@ -81,6 +104,8 @@ main(int argc, char **argv)
 	}
 	if (s.store_fd >= 0)
 		image_clean_temporaries(&s);
+	if (!s.dc.seccomp_probe && cache_dir_check(s.cache_dir) < 0)
+		return 1;
 	int lfd = daemon_listen(&s.dc);
 	if (lfd < 0)
 		return 1;

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <grp.h>
@@ -65,12 +66,6 @@ static void
 vmm_dir(const char *bundle, char *buf, size_t size)
 {
 	snprintf(buf, size, "%s/vmm", bundle);
-}
-
-void
-microvm_ram_path(const struct microvm_config *c, const char *id, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s/%s.ram", c->ram_dir, id);
 }
 
 /* Guest RAM: the template's memory limit, at least what the kernel and an initramfs need. */
@@ -196,6 +191,22 @@ share_with_vm_user(int fd, gid_t gid)
 	return 0;
 }
 
+/* A member of a restore's image: netnsd proved the directory is snapshotd's; the file itself is
+ * opened without following a symlink and must be a plain file with one link. */
+static int
+image_member_open(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
+}
+
 pid_t
 microvm_launch(const struct microvm_config *c, const struct microvm_start *s, int incoming[2])
 {
@@ -232,14 +243,14 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 	const char *ram_path = ram;
 	if (s->image_fd >= 0) {
 		/* restore: the image's RAM file mapped private; the device state read from an fd
-		 * the VMM inherits at the same number. QEMU opens the RAM file by a name through
-		 * the spawner's fd table before it drops to its user; Firecracker gets both as
-		 * inherited fds it opens through /proc/self/fd as the VM user. */
-		state_fd = openat(s->image_fd, "state", O_RDONLY | O_CLOEXEC);
-		ram_fd = openat(s->image_fd, "ram", O_RDONLY | O_CLOEXEC);
+		 * the VMM inherits at the same number. Both are opened here, without following
+		 * symlinks, and the VMM gets the fds (/proc/self/fd/N names its own inherited fd:
+		 * QEMU opens it before it drops to its user, Firecracker as the VM user). */
+		state_fd = image_member_open(s->image_fd, "state");
+		ram_fd = state_fd < 0 ? -1 : image_member_open(s->image_fd, "ram");
 		struct stat st;
 		if (state_fd < 0 || ram_fd < 0)
-			r = -errno;
+			r = state_fd < 0 ? state_fd : ram_fd;
 		else if (fstat(ram_fd, &st) < 0 || (uint64_t)st.st_size != ram_bytes)
 			r = -EINVAL; /* an image of another memory size */
 		else if (!driver->drops_itself && pw)
@@ -250,18 +261,23 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 			safe_close(ram_fd);
 			return r;
 		}
-		snprintf(ram, sizeof ram, "/proc/%d/fd/%d/ram", (int)getpid(), s->image_fd);
+		snprintf(ram, sizeof ram, "/proc/self/fd/%d", ram_fd);
 	} else if (driver->own_ram) {
 		ram_path = NULL; /* the VMM's own memory */
 	} else {
-		microvm_ram_path(c, s->id, ram, sizeof ram);
-		mkdir_p(c->ram_dir, 0700);
-		_cleanup_close_ int fd = open(ram, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd < 0 || ftruncate(fd, (off_t)ram_bytes) < 0)
-			return -errno;
+		/* cold boot: the guest's RAM is anonymous shared memory the VMM inherits (0.2.0
+		 * kept it in a file under a predictable name in /dev/shm, which another user could
+		 * make first and read live). A snapshot finds it through the VMM's mappings. */
+		ram_fd = memfd_create(MICROVM_RAM_NAME, MFD_CLOEXEC);
+		if (ram_fd < 0 || ftruncate(ram_fd, (off_t)ram_bytes) < 0) {
+			r = -errno;
+			safe_close(ram_fd);
+			return r;
+		}
+		snprintf(ram, sizeof ram, "/proc/self/fd/%d", ram_fd);
 	}
 	incoming[0] = state_fd;
-	incoming[1] = ram_fd;
+	incoming[1] = s->image_fd >= 0 ? ram_fd : -1;
 	snprintf(console, sizeof console, "%s/console.log", s->bundle);
 	char **argv = NULL;
 	bool tap = driver->needs_tap || c->tap;
@@ -316,8 +332,8 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 		if (state_fd >= 0)
 			fcntl(state_fd, F_SETFD, 0); /* inherited at its number: "fd:<n>" */
-		if (ram_fd >= 0 && !driver->drops_itself)
-			fcntl(ram_fd, F_SETFD, 0);
+		if (ram_fd >= 0)
+			fcntl(ram_fd, F_SETFD, 0); /* its RAM: /proc/self/fd/<n> */
 		/* a VMM that does not drop privileges itself starts as the VM user (its group,
 		 * and supplementary groups such as kvm for /dev/kvm), with nothing to regain */
 		if (!driver->drops_itself && pw &&
@@ -517,10 +533,11 @@ copy_nonzero_pages(int from, int to, const uint8_t *skip, uint8_t *mark, uint64_
 	}
 }
 
-/* The guest RAM mapping of a restored VM: the image's RAM file mapped private. Returns its
- * start address and opens the file it maps (through map_files, whatever its name now). */
+/* The guest RAM mapping of a VM: a restored VM's image RAM file mapped private, or a cold VM's
+ * shared memfd (MICROVM_RAM_NAME). Returns its start address, whether it is the restored kind,
+ * and opens what it maps (through map_files, whatever its name now). */
 static int
-restored_ram(pid_t pid, uint64_t ram_bytes, uint64_t *start, int *fd)
+vm_ram(pid_t pid, uint64_t ram_bytes, uint64_t *start, int *fd, bool *restored)
 {
 	char path[64], line[512];
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
@@ -534,16 +551,37 @@ restored_ram(pid_t pid, uint64_t ram_bytes, uint64_t *start, int *fd)
 		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %399s", &a, &b, perms, file) < 3)
 			continue;
 		size_t n = strlen(file);
-		if (b - a != ram_bytes || perms[3] != 'p' || n < 4 || strcmp(file + n - 4, "/ram"))
+		bool image = perms[3] == 'p' && n >= 4 && !strcmp(file + n - 4, "/ram");
+		bool memfd = perms[3] == 's' && !strcmp(file, "/memfd:" MICROVM_RAM_NAME);
+		if (b - a != ram_bytes || (!image && !memfd))
 			continue;
 		snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid, a, b);
 		*fd = open(path, O_RDONLY | O_CLOEXEC);
 		*start = a;
+		*restored = image;
 		r = *fd < 0 ? -errno : 0;
 		break;
 	}
 	fclose(f);
 	return r;
+}
+
+/* A file the VMM (as its user) wrote into its own directory: opened without following a
+ * symlink, and only if it is a plain file with one link owned by the directory's owner, so a
+ * VMM cannot make the spawner read another file for it. */
+static int
+vmm_file_open(const char *dir, const char *path)
+{
+	struct stat dst, st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (stat(dir, &dst) < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_nlink != 1 || st.st_uid != dst.st_uid) {
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
 }
 
 /* Write tracking without soft-dirty bits: a restored VM's RAM is a private file mapping, so
@@ -591,24 +629,31 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 	char dir[400], mem[420];
 	vmm_dir(bundle, dir, sizeof dir);
 	snprintf(mem, sizeof mem, "%s/mem", dir);
-	_cleanup_close_ int state = openat(image_dirfd, "state", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	_cleanup_close_ int out = openat(image_dirfd, "ram", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	_cleanup_close_ int in = -1; /* a cold VM's RAM file, or a restored VM's image RAM */
+	/* netnsd proved image_dirfd is a new, empty image directory of snapshotd's; its files
+	 * are created here, never opened through a name that was there before */
+	_cleanup_close_ int state = openat(image_dirfd, "state",
+					   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_close_ int out = state < 0 ? -1
+					    : openat(image_dirfd, "ram",
+						     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+						     0600);
+	if (out < 0) {
+		int r = -errno;
+		vmm_log(bundle, "snapshot of %s: cannot create the image's %s: %s", id,
+			state < 0 ? "state" : "ram", strerror(-r));
+		return r;
+	}
+	_cleanup_close_ int in = -1; /* a cold VM's RAM memfd, or a restored VM's image RAM */
 	uint64_t start = 0, written = 0;
 	/* a restored VM maps its image's RAM file private; a cold one has its RAM in a shared
-	 * file in ram_dir (QEMU) or in the VMM's own memory (Firecracker) */
-	int r = restored_ram(pid, ram_bytes, &start, &in);
-	bool cold = r == -ENOENT;
-	if (cold && !driver->own_ram) {
-		char ram[400];
-		microvm_ram_path(c, id, ram, sizeof ram);
-		in = open(ram, O_RDONLY | O_CLOEXEC);
-		r = in < 0 ? -errno : 0;
-	} else if (cold) {
+	 * memfd (QEMU) or in the VMM's own memory (Firecracker) */
+	bool restored = false;
+	int r = vm_ram(pid, ram_bytes, &start, &in, &restored);
+	bool cold = !restored;
+	if (r == -ENOENT && driver->own_ram)
 		r = 0;
-	}
-	if (state < 0 || out < 0 || r < 0)
-		return r < 0 ? r : -errno;
+	if (r < 0)
+		return r;
 	if (ftruncate(out, (off_t)ram_bytes) < 0)
 		return -errno;
 	_cleanup_free_ uint8_t *dirty = calloc(1, ram_bytes / 4096 / 8 + 1);
@@ -617,7 +662,7 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 	r = driver->pause(dir);
 	if (r == 0)
 		r = driver->save(dir, state, driver->own_ram ? mem : NULL, !cold);
-	/* QEMU: a cold VM's RAM is a shared file, all of it copied while paused; a restored VM
+	/* QEMU: a cold VM's RAM is a shared memfd, all of it copied while paused; a restored VM
 	 * has only the pages it wrote copied while paused, its image's others afterwards.
 	 * Firecracker wrote guest memory itself (all, or for a restored VM the pages it wrote,
 	 * from KVM's dirty log): that copy is private, so it is read after the VM resumes. */
@@ -630,8 +675,8 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 	if (r == 0)
 		r = rr;
 	if (r == 0 && driver->own_ram) {
-		_cleanup_close_ int m = open(mem, O_RDONLY | O_CLOEXEC);
-		r = m < 0 ? -errno : 0;
+		_cleanup_close_ int m = vmm_file_open(dir, mem);
+		r = m < 0 ? m : 0;
 		if (r == 0)
 			r = copy_nonzero_pages(m, out, NULL, cold ? NULL : dirty, &written);
 	}
@@ -671,9 +716,16 @@ microvm_exec(const char *bundle, char *const *argv, size_t argc, unsigned timeou
 	long long ol = 0, el = 0;
 	if (r == 0 && sscanf(line, "exit %d %lld %lld", &status, &ol, &el) != 3)
 		r = -EIO;
+	/* the sizes are the guest's word: each stream is copied up to MICROVM_EXEC_OUTPUT_MAX
+	 * (the memfds are the spawner's memory), then the connection is dropped */
 	static char buf[65536];
-	for (int i = 0; i < 2 && r == 0; i++) {
+	bool truncated = false;
+	for (int i = 0; i < 2 && r == 0 && !truncated; i++) {
 		long long left = i == 0 ? ol : el;
+		if (left > (long long)MICROVM_EXEC_OUTPUT_MAX) {
+			left = MICROVM_EXEC_OUTPUT_MAX;
+			truncated = true;
+		}
 		while (left > 0 && r == 0) {
 			size_t want = left < (long long)sizeof buf ? (size_t)left : sizeof buf;
 			r = read_full(fd, buf, want, AGENT_TIMEOUT_MS);
@@ -682,6 +734,9 @@ microvm_exec(const char *bundle, char *const *argv, size_t argc, unsigned timeou
 			left -= (long long)want;
 		}
 	}
+	if (r == 0 && truncated)
+		dprintf(err_fd, "\nwarren: exec output truncated: more than %u bytes on %s\n",
+			MICROVM_EXEC_OUTPUT_MAX, ol > (long long)MICROVM_EXEC_OUTPUT_MAX ? "stdout" : "stderr");
 	close(fd);
 	return r < 0 ? r : status;
 }

@@ -1,6 +1,6 @@
 /* The microVM backend (netnsd's spawner side): one core for everything that is not the VMM's
  * API — guest kernel and command line, the template's initramfs, the slot namespace and
- * cgroup, the RAM file, snapshots, the in-guest agent — and a VMM driver for the API. The qemu
+ * cgroup, the guest RAM (a memfd, or a restore's image file mapped private), snapshots, the in-guest agent — and a VMM driver for the API. The qemu
  * driver (`-M microvm`, QMP) runs here under TCG; see docs/MICROVM.md for the Firecracker one.
  *
  * Launching is done in the spawner's event loop (fork + setns + exec, no wrapper process);
@@ -20,7 +20,6 @@ struct microvm_config {
 	const char *kernel;  /* guest kernel (Debian's linux-image-cloud-amd64; Firecracker
 			      * needs it as an ELF vmlinux: warren-vm-image --vmlinux) */
 	bool tap;            /* qemu: network through a tap in the slot, as Firecracker's */
-	const char *ram_dir; /* tmpfs for running VMs' RAM files (/dev/shm/...) */
 	const char *vm_user; /* the VMM drops to this user once its files are open */
 	bool console;        /* guest serial console to <bundle>/console.log (slower boots) */
 };
@@ -57,8 +56,11 @@ int microvm_finish_restore(const char *bundle, const char *id, const int incomin
  * that was itself restored has only the pages it wrote since copied while paused. */
 int microvm_snapshot(const struct microvm_config *c, const char *bundle, const char *id,
 		     pid_t vmm_pid, uint64_t memory_limit, int image_dirfd);
-/* Run argv in the guest through the agent; stdout/stderr into the fds; the exit status. */
+/* Run argv in the guest through the agent; stdout/stderr into the fds (each at most
+ * MICROVM_EXEC_OUTPUT_MAX bytes, then a "warren: ... truncated" line on stderr); the exit
+ * status. */
+#define MICROVM_EXEC_OUTPUT_MAX (16u << 20)
 int microvm_exec(const char *bundle, char *const *argv, size_t argc, unsigned timeout_ms,
 		 int out_fd, int err_fd);
-/* The running VM's RAM file (removed with the sandbox). */
-void microvm_ram_path(const struct microvm_config *c, const char *id, char *buf, size_t size);
+/* A cold-booted VM's RAM: a memfd of this name the VMM inherits (no file anywhere). */
+#define MICROVM_RAM_NAME "warren-ram"

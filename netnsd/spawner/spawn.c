@@ -10,6 +10,7 @@
 #include "log.h"
 #include "macro.h"
 #include "names.h"
+#include "netnsd-validate.h"
 #include "oci-spec.h"
 #include "rootfs.h"
 
@@ -81,11 +82,6 @@ sb_forget(struct sb *sb)
 			break;
 		}
 	rm_rf(sb->bundle);
-	if (sb->vm) {
-		char ram[400];
-		microvm_ram_path(cfg->vm, sb->id, ram, sizeof ram);
-		unlink(ram);
-	}
 	cgroup_remove(sb->cgroup);
 	safe_close(sb->nsfd);
 	safe_close(sb->rootfs_fd);
@@ -292,6 +288,8 @@ cmd_done(struct cmd *c, int status)
 		break;
 	}
 	case CMD_CHECKPOINT:
+		if (ok && !sb->vm)
+			ok = netnsd_image_member_seal(c->image_fd, "checkpoint.img") == 0;
 		if (ok) {
 			Warren__V1__CheckpointSandboxResponse cr =
 				WARREN__V1__CHECKPOINT_SANDBOX_RESPONSE__INIT;
@@ -550,7 +548,11 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	char *argv[] = {(char *)cfg->runsc, runsc_root, "checkpoint", image, sb->id, NULL};
 	struct ipc_call *d = ipc_call_defer(call);
 	sb->checkpointing = true;
+	/* runsc creates checkpoint.img in the image directory netnsd proved is snapshotd's new,
+	 * empty one; with umask 077 it is root's alone, not world-readable guest memory */
+	mode_t old_umask = umask(077);
 	int r = cmd_start(CMD_CHECKPOINT, sb, d, argv, logfd, logfd >= 0 ? dup(logfd) : -1);
+	umask(old_umask);
 	if (r < 0) {
 		sb->checkpointing = false;
 		safe_close(logfd);
@@ -673,8 +675,6 @@ clean_slate(void)
 	snprintf(path, sizeof path, "%s/bundles", cfg->runtime_dir);
 	rm_rf(path);
 	mkdir_p(runsc_root + strlen("--root="), 0700);
-	if (cfg->vm && cfg->vm->ram_dir)
-		rm_rf(cfg->vm->ram_dir);
 }
 
 static void

@@ -7,7 +7,8 @@
  * Firecracker writes guest memory into snapshots itself), and it never drops privileges (the
  * launcher starts it as the VM user, which must be able to open what it is given).
  * Firecracker takes paths, not fds: a restore's image files are inherited fds named
- * /proc/self/fd/N, which Firecracker opens as its own user. */
+ * /proc/self/fd/N, which Firecracker opens as its own user; what it writes (a snapshot's state
+ * and memory) goes into its own directory and is read back without following symlinks. */
 #include "vmm.h"
 #include "clock.h"
 #include "ipc.h"
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FC_TIMEOUT_MS 10000
@@ -61,9 +63,16 @@ write_config(const struct vmm_launch *l, const char *path)
 	_cleanup_free_ char *vsock = json_str(uds);
 	if (!kernel || !initrd || !args || !vsock || (l->root_disk && !disk))
 		return -ENOMEM;
-	FILE *f = fopen(path, "we");
-	if (!f)
-		return -errno;
+	/* vmm_dir is the VM user's: the file is made here, never opened through a name another
+	 * process of that user could have placed (a symlink would have root write elsewhere) */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "we");
+	if (!f) {
+		int r = -errno;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
 	fprintf(f,
 		"{\n"
 		" \"boot-source\": {\"kernel_image_path\": %s, \"initrd_path\": %s,"
@@ -239,12 +248,20 @@ fc_resume(const char *vmm_dir)
 	return fc_request(vmm_dir, "PATCH", "/vm", "{\"state\": \"Resumed\"}");
 }
 
+/* Copy a file Firecracker wrote into its directory (as the VM user) to the image: opened
+ * without following a symlink, and only a plain file with one link owned by the directory's
+ * owner, so the VMM cannot have root copy another file into an image. */
 static int
-copy_file_to_fd(const char *path, int to)
+copy_file_to_fd(const char *dir, const char *path, int to)
 {
-	_cleanup_close_ int from = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int from = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (from < 0)
 		return -errno;
+	struct stat dst, st;
+	if (stat(dir, &dst) < 0 || fstat(from, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != dst.st_uid)
+		return -EACCES;
 	char buf[65536];
 	for (;;) {
 		ssize_t k = read(from, buf, sizeof buf);
@@ -274,7 +291,7 @@ fc_save(const char *vmm_dir, int state_fd, const char *mem_path, bool diff)
 		 diff ? "Diff" : "Full", s, m);
 	int r = fc_request(vmm_dir, "PUT", "/snapshot/create", body);
 	if (r == 0)
-		r = copy_file_to_fd(state, state_fd);
+		r = copy_file_to_fd(vmm_dir, state, state_fd);
 	unlink(state);
 	return r;
 }

@@ -5,17 +5,29 @@
  *   ipc-poke SOCKET setroute ID ADDR PORT STATE [START_TIMEOUT_MS [REASON]]
  *   ipc-poke SOCKET removeroute ID
  *   ipc-poke SOCKET reclaim ID
- *   ipc-poke SOCKET claim-hold [outbound]   (prints "slot address gateway pid fd", holds) */
+ *   ipc-poke SOCKET claim-hold [outbound]   (prints "slot address gateway pid fd", holds)
+ *   ipc-poke SOCKET checkpoint ID DIR       (netnsd: checkpoint sandbox ID into DIR's fd)
+ * With IPC_POKE_USER=NAME in the environment (started as root), DIR is opened first and the
+ * peer then becomes NAME: a supervisor holding a directory of snapshotd's store, which it can
+ * get by asking snapshotd (OpenImage, PrepareImage).
+ *   ipc-poke SOCKET restore ID DIR ROOTFS BACKEND PORT MEMORY_MB
+ *                       (netnsd: claim a slot, restore a new sandbox ID from DIR's fd in it,
+ *                        release the slot again; prints the restore's answer)
+ *   ipc-poke SOCKET exec ID TIMEOUT_MS ARGV...
+ *                       (netnsd: prints "status S out BYTES err BYTES" and stderr's last line) */
 #include "ipc.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int
@@ -28,6 +40,20 @@ await(int fd, IpcResponse **resp, int *fds, size_t *n_fds)
 	if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
 		return -ECONNRESET;
 	return ipc_recv_response(fd, resp, fds, n_fds);
+}
+
+/* The answer to request id (events, id 0, that every peer of netnsd gets are skipped). */
+static int
+await_id(int fd, uint64_t id, int timeout_ms, IpcResponse **resp, int *fds, size_t *n_fds)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, timeout_ms) <= 0)
+			return -ETIMEDOUT;
+		int r = await(fd, resp, fds, n_fds);
+		if (r < 0 || (*resp)->id == id)
+			return r;
+	}
 }
 
 static int
@@ -60,6 +86,18 @@ main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	int dir_fd = -1;
+	if ((!strcmp(argv[2], "checkpoint") || !strcmp(argv[2], "restore")) && argc >= 5)
+		dir_fd = open(argv[4], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	const char *user = getenv("IPC_POKE_USER");
+	if (user) {
+		struct passwd *pw = getpwnam(user);
+		if (!pw || initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
+		    setuid(pw->pw_uid) < 0) {
+			printf("cannot become %s\n", user);
+			return 1;
+		}
+	}
 	int fd = ipc_connect(argv[1], 0);
 	if (fd < 0) {
 		printf("connect failed %s\n", strerror(-fd));
@@ -216,6 +254,135 @@ main(int argc, char **argv)
 		req.id = 8;
 		ipc_send(fd, &req.base, NULL, 0);
 		return report(fd);
+	}
+	if (!strcmp(mode, "checkpoint") && argc >= 5) {
+		/* a hostile supervisor: any directory it can open, handed over as an image */
+		int dfd = dir_fd;
+		if (dfd < 0) {
+			printf("open failed %s\n", strerror(errno));
+			return 1;
+		}
+		Warren__V1__CheckpointSandboxRequest cq = WARREN__V1__CHECKPOINT_SANDBOX_REQUEST__INIT;
+		cq.id = argv[3];
+		req.body_case = WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX;
+		req.checkpoint_sandbox = &cq;
+		req.n_fds = 1;
+		ipc_send(fd, &req.base, &dfd, 1);
+		IpcResponse *resp = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n = 0;
+		/* a checkpoint that went through takes a while: wait for it */
+		int r = await_id(fd, req.id, 120000, &resp, fds, &n);
+		if (r == -ECONNRESET)
+			printf("dropped\n");
+		else if (r < 0)
+			printf("failed %s\n", strerror(-r));
+		else if (resp->error)
+			printf("error %d %s\n", resp->error, resp->message);
+		else
+			printf("ok\n");
+		return 0;
+	}
+	if (!strcmp(mode, "restore") && argc >= 9) {
+		int dfd = dir_fd;
+		if (dfd < 0) {
+			printf("open failed %s\n", strerror(errno));
+			return 1;
+		}
+		Warren__V1__ClaimSlotRequest cs = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
+		cs.timeout_ms = 5000;
+		req.body_case = WARREN__V1__REQUEST__BODY_CLAIM_SLOT;
+		req.claim_slot = &cs;
+		ipc_send(fd, &req.base, NULL, 0);
+		IpcResponse *resp = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n = 0;
+		int r = await_id(fd, req.id, 10000, &resp, fds, &n);
+		if (r < 0 || resp->error || n != 1) {
+			printf("failed claim %s\n", r < 0 ? strerror(-r) : resp->message);
+			return 1;
+		}
+		unsigned slot = resp->claim_slot->slot;
+		char *args[] = {"/bin/sh", "-c", "sleep 1000"};
+		Warren__V1__SpawnSandboxRequest sp = WARREN__V1__SPAWN_SANDBOX_REQUEST__INIT;
+		sp.id = argv[3];
+		sp.slot = slot;
+		sp.rootfs = argv[5];
+		sp.backend = argv[6];
+		sp.port = (uint32_t)atoi(argv[7]);
+		sp.memory_limit = (uint64_t)atoll(argv[8]) << 20;
+		sp.argv = args;
+		sp.n_argv = 3;
+		Warren__V1__RestoreSandboxRequest rq = WARREN__V1__RESTORE_SANDBOX_REQUEST__INIT;
+		rq.spawn = &sp;
+		req.id = 8;
+		req.body_case = WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX;
+		req.restore_sandbox = &rq;
+		int two[2] = {fds[0], dfd};
+		req.n_fds = 2;
+		ipc_send(fd, &req.base, two, 2);
+		req.n_fds = 0;
+		r = await_id(fd, req.id, 120000, &resp, fds, &n);
+		if (r == -ECONNRESET) {
+			printf("dropped\n");
+			return 0;
+		}
+		if (r < 0)
+			printf("failed %s\n", strerror(-r));
+		else if (resp->error)
+			printf("error %d %s\n", resp->error, resp->message);
+		else
+			printf("ok\n");
+		fflush(stdout);
+		if (r == 0 && !resp->error) {
+			/* it went through: take it down again */
+			Warren__V1__DestroySandboxRequest dq = WARREN__V1__DESTROY_SANDBOX_REQUEST__INIT;
+			dq.id = argv[3];
+			req.id = 9;
+			req.body_case = WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX;
+			req.destroy_sandbox = &dq;
+			ipc_send(fd, &req.base, NULL, 0);
+			await_id(fd, req.id, 60000, &resp, fds, &n);
+		}
+		Warren__V1__ReleaseSlotRequest rs = WARREN__V1__RELEASE_SLOT_REQUEST__INIT;
+		rs.slot = slot;
+		req.id = 10;
+		req.body_case = WARREN__V1__REQUEST__BODY_RELEASE_SLOT;
+		req.release_slot = &rs;
+		ipc_send(fd, &req.base, NULL, 0);
+		await_id(fd, req.id, 10000, &resp, fds, &n);
+		return 0;
+	}
+	if (!strcmp(mode, "exec") && argc >= 6) {
+		Warren__V1__ExecRequest eq = WARREN__V1__EXEC_REQUEST__INIT;
+		eq.id = argv[3];
+		eq.timeout_ms = (uint32_t)atoi(argv[4]);
+		eq.argv = argv + 5;
+		eq.n_argv = (size_t)(argc - 5);
+		req.body_case = WARREN__V1__REQUEST__BODY_EXEC;
+		req.exec = &eq;
+		ipc_send(fd, &req.base, NULL, 0);
+		IpcResponse *resp = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n = 0;
+		int r = await_id(fd, req.id, (int)eq.timeout_ms + 30000, &resp, fds, &n);
+		if (r < 0 || resp->error || n != 2) {
+			printf("failed %s\n", r < 0 ? strerror(-r) : resp->message);
+			return 1;
+		}
+		struct stat so, se;
+		fstat(fds[0], &so);
+		fstat(fds[1], &se);
+		char tail[256] = "";
+		off_t from = se.st_size > 200 ? se.st_size - 200 : 0;
+		ssize_t k = pread(fds[1], tail, sizeof tail - 1, from);
+		tail[k > 0 ? k : 0] = 0;
+		for (char *c = tail; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+		printf("status %d out %lld err %lld\n%s\n", resp->exec->status, (long long)so.st_size,
+		       (long long)se.st_size, tail);
+		return 0;
 	}
 	fprintf(stderr, "unknown mode %s\n", mode);
 	return 2;

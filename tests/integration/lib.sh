@@ -61,6 +61,7 @@ start_netnsd() {
 	daemon netnsd "$LIBEXEC/warren-netnsd" --socket "$T/netnsd.sock" --peer-users warren \
 		--pool-size "${POOL:-6}" --subnet "$SUBNET" --ifname-prefix "$IFPREFIX" \
 		--nft-table "$NFT_TABLE" --runtime-dir "$T/netnsd" --cgroup-parent "$CGROUP_PARENT" \
+		--image-store "$T/images" --image-cache "$VM_RAM_DIR-images" \
 		--vm-ram-dir "$VM_RAM_DIR" "$@"
 	wait_for 10 test -S "$T/netnsd.sock" || fail "netnsd did not start: $(cat "$T/netnsd.log")"
 }

@@ -275,6 +275,7 @@ struct server {
 	int status;
 	const char *reply_body;
 	char why[200]; /* a schema violation: answered 400 too */
+	const char *state_link; /* a hostile VMM: its state file is a symlink to this */
 };
 
 static const struct field *
@@ -341,9 +342,15 @@ serve_one(struct server *s, int c)
 	} else if (!strcmp(s->path, "/snapshot/create") && status == 204) {
 		/* what Firecracker does: writes the state and the memory files */
 		const struct jv *sp = jget(&d, "snapshot_path"), *mp = jget(&d, "mem_file_path");
-		FILE *f = fopen(sp->text, "w");
-		fputs("firecracker-state", f);
-		fclose(f);
+		FILE *f;
+		if (s->state_link) {
+			if (symlink(s->state_link, sp->text) < 0)
+				return;
+		} else {
+			f = fopen(sp->text, "w");
+			fputs("firecracker-state", f);
+			fclose(f);
+		}
 		f = fopen(mp->text, "w");
 		fputs("memory", f);
 		fclose(f);
@@ -456,6 +463,28 @@ test_save(void **state)
 	}
 }
 
+/* A VMM (running as the VM user, in its own directory) that leaves a symlink where its state
+ * should be: the driver does not follow it, so root copies nothing it points at. */
+static void
+test_save_refuses_a_symlink(void **state)
+{
+	struct server *s = *state;
+	char mem[128], state_path[128], secret[128];
+	snprintf(mem, sizeof mem, "%s/mem", s->dir);
+	snprintf(state_path, sizeof state_path, "%s/image-state", s->dir);
+	snprintf(secret, sizeof secret, "%s/secret", s->dir);
+	FILE *f = fopen(secret, "w");
+	fputs("root's secret", f);
+	fclose(f);
+	s->state_link = secret;
+	int fd = open(state_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(vmm_firecracker.save(s->dir, fd, mem, false) < 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	close(fd);
+}
+
 static void
 test_restore(void **state)
 {
@@ -565,6 +594,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_is_an_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_save_refuses_a_symlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_file, setup, teardown),
 		cmocka_unit_test(test_schema_checker_refuses),
