@@ -37,7 +37,8 @@ usage(void)
 	       "                       vmlinux, from warren-vm-image --vmlinux)\n"
 	       "  --vm-user USER       the VMM drops to this user (default warren-vm)\n"
 	       "  --vm-ram-dir DIR     running VMs' RAM files, on tmpfs (default /dev/shm/warren-vm)\n"
-	       "  --vm-console         guest serial console to <bundle>/console.log\n" DAEMON_COMMON_HELP);
+	       "  --vm-console         guest serial console to <bundle>/console.log\n" ISOLATION_HELP
+	       SPAWN_LIMITS_HELP DAEMON_COMMON_HELP);
 }
 
 static void
@@ -81,11 +82,19 @@ main(int argc, char **argv)
 		{"vm-ram-dir", required_argument, NULL, 'R'},
 		{"vm-console", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
+		ISOLATION_OPTIONS,
+		SPAWN_LIMITS_OPTIONS,
 		DAEMON_COMMON_OPTIONS,
 		{}};
+	static struct isolation_config iso;
+	static struct spawn_limits limits = SPAWN_LIMITS_DEFAULT;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		int r = daemon_common_option(&n.dc, c, optarg);
+		if (r == 0)
+			r = isolation_option(&iso, c, optarg);
+		if (r == 0)
+			r = spawn_limits_option(&limits, c, optarg);
 		if (r < 0)
 			return 2;
 		if (r > 0)
@@ -174,8 +183,12 @@ main(int argc, char **argv)
 	n.templates_dir = realpath(templates, NULL);
 	char cidr[32];
 	snprintf(cidr, sizeof cidr, "%s/16", subnet);
-	static struct isolation_config iso;
-	iso = (struct isolation_config){.table = table, .ifname_prefix = prefix, .subnet_cidr = cidr};
+	iso.table = table;
+	iso.ifname_prefix = prefix;
+	iso.subnet_cidr = cidr;
+	iso.runtime_dir = runtime;
+	if (isolation_finish(&iso) < 0)
+		return 2;
 
 	n.dc.base = event_base_new();
 	pid_t spawner_pid = 0;
@@ -184,6 +197,7 @@ main(int argc, char **argv)
 				     .runtime_dir = runtime,
 				     .cgroup_parent = n.cgroup_parent,
 				     .isolation = &iso,
+				     .limits = &limits,
 				     .vm = &n.vm};
 	int spawner_fd = -1;
 	if (!n.dc.seccomp_probe) {

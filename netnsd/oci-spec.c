@@ -1,6 +1,8 @@
 /* config.json for runsc: read-only shared template rootfs (runsc gives it a memory overlay),
- * the slot's network namespace by path (runsc makes an empty one otherwise), the memory limit
- * and a cgroup under netnsd's parent. Written by netnsd's spawner. */
+ * the slot's network namespace by path (runsc makes an empty one otherwise), a cgroup under
+ * netnsd's parent with the sandbox's bounds: memory (and memory+swap at the same value, so swap
+ * is no way past it; reclaim still swaps out, which keeps memory+swap as it was), a CPU quota and
+ * a pids limit (a fork bomb inside stops there). Written by netnsd's spawner. */
 #include "oci-spec.h"
 #include "fileio.h"
 #include "macro.h"
@@ -61,8 +63,14 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	      "{\"type\":\"mount\"},{\"type\":\"network\",\"path\":",
 	      f);
 	json_str(f, s->netns_path);
-	fprintf(f, "}],\"resources\":{\"memory\":{\"limit\":%llu}},\"cgroupsPath\":",
-		(unsigned long long)s->memory_limit);
+	fprintf(f, "}],\"resources\":{\"memory\":{\"limit\":%llu,\"swap\":%llu}",
+		(unsigned long long)s->memory_limit, (unsigned long long)s->memory_limit);
+	if (s->pids_limit)
+		fprintf(f, ",\"pids\":{\"limit\":%u}", s->pids_limit);
+	if (s->cpu_quota_us && s->cpu_period_us)
+		fprintf(f, ",\"cpu\":{\"quota\":%u,\"period\":%u}", s->cpu_quota_us,
+			s->cpu_period_us);
+	fputs("},\"cgroupsPath\":", f);
 	json_str(f, s->cgroups_path);
 	fputs("}}\n", f);
 	fclose(f);
