@@ -38,7 +38,7 @@ usage(void)
 	       "  --vm-user USER       the VMM drops to this user (default warren-vm)\n"
 	       "  --vm-ram-dir DIR     running VMs' RAM files, on tmpfs (default /dev/shm/warren-vm)\n"
 	       "  --vm-console         guest serial console to <bundle>/console.log\n" ISOLATION_HELP
-	       SPAWN_LIMITS_HELP DAEMON_COMMON_HELP);
+	       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
 }
 
 static void
@@ -83,18 +83,18 @@ main(int argc, char **argv)
 		{"vm-console", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		ISOLATION_OPTIONS,
-		SPAWN_LIMITS_OPTIONS,
+		OCI_LIMITS_OPTIONS,
 		DAEMON_COMMON_OPTIONS,
 		{}};
 	static struct isolation_config iso;
-	static struct spawn_limits limits = SPAWN_LIMITS_DEFAULT;
+	static struct oci_limits limits = OCI_LIMITS_DEFAULT;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		int r = daemon_common_option(&n.dc, c, optarg);
 		if (r == 0)
 			r = isolation_option(&iso, c, optarg);
 		if (r == 0)
-			r = spawn_limits_option(&limits, c, optarg);
+			r = oci_spec_limits_option(&limits, c, optarg);
 		if (r < 0)
 			return 2;
 		if (r > 0)

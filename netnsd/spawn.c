@@ -230,33 +230,6 @@ console_new(struct sb *sb)
 	return 0;
 }
 
-int
-spawn_limits_option(struct spawn_limits *l, int opt, const char *arg)
-{
-	char *end;
-	switch (opt) {
-	case 0x1101: {
-		unsigned long v = strtoul(arg, &end, 10);
-		if (*end || v < 64 || v > 65536) {
-			log_error("--sandbox-pids is 64-65536");
-			return -EINVAL;
-		}
-		l->pids_max = (uint32_t)v;
-		return 1;
-	}
-	case 0x1102: {
-		double v = strtod(arg, &end);
-		if (*end || !(v == 0 || (v >= 0.05 && v <= 1024))) {
-			log_error("--sandbox-cpus is 0 (no quota) or 0.05-1024");
-			return -EINVAL;
-		}
-		l->cpu_millis = (uint32_t)(v * 1000 + 0.5);
-		return 1;
-	}
-	}
-	return 0;
-}
-
 static struct sb *
 sb_find(const char *id)
 {
