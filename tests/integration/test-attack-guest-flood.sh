@@ -7,6 +7,7 @@
 #  - an app that floods, says its last words on stderr and exits: the sandbox is failed with its
 #    exit status as the reason, and the last words are what the log ends with;
 #  - a program that cannot start: the reason names runsc's own error (read from the log's tail);
+#  - an exec that times out: its process inside the sandbox is killed, not only the client;
 #  - a fork bomb inside a sandbox: the pids cgroup stops it at the limit (its `max` event
 #    counts), the host still forks and another sandbox still answers.
 source "$(dirname "$0")/lib.sh"
@@ -55,6 +56,31 @@ warrenctl destroy "$id" >/dev/null 2>&1 || true
 # fork bomb
 other=$(create web wait)
 bomb=$(create web wait)
+
+# an exec that outlives its timeout (netnsd's default, 30 s) is killed inside the sandbox too,
+# not only its `runsc exec` client
+sleeping() { # sleeping ID: 0 if `sleep 4242` runs in it, 1 if ps ran and shows none, 2 if no ps
+	local out
+	out=$(warrenctl exec "$1" -- /bin/busybox ps 2>/dev/null) || return 2
+	grep -q "PID" <<<"$out" || return 2
+	grep -q "sleep 4242" <<<"$out"
+}
+warrenctl exec "$other" -- /bin/busybox sleep 4242 >/dev/null 2>&1 &
+ex=$!
+sleep 5
+expect "the exec's process runs in the sandbox (positive control)" sleeping "$other"
+st=0
+wait $ex || st=$?
+expect "the exec timed out and was killed (status $st)" test "$st" = 137
+gone=no
+for _ in $(seq 20); do
+	r=0
+	sleeping "$other" || r=$?
+	[ $r = 1 ] && { gone=yes; break; }
+	sleep 0.5
+done
+expect "its process is gone from the sandbox" test $gone = yes
+
 pids=/sys/fs/cgroup/pids$CGROUP_PARENT/$bomb
 max=$(cat "$pids/pids.max")
 log "sandbox $bomb: pids.max $max, pids.current $(cat "$pids/pids.current") before the bomb"

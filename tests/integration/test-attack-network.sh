@@ -31,6 +31,7 @@ META=169.254.169.254 PRIV=10.253.$K.2 ALLOWED=10.252.$K.2 WORLD=198.51.100.$K
 RT=$((1000 + K))
 FWD_BEFORE=$(cat /proc/sys/net/ipv4/ip_forward)
 undo() {
+	set +e
 	ip rule del priority $RT 2>/dev/null
 	ip route flush table $RT 2>/dev/null
 	ip netns del "$L" 2>/dev/null
@@ -110,6 +111,9 @@ out=$(bus_as nobody call org.warren.Warren1 "/org/warren/Warren1/sandbox/$id" or
 expect "nor GetAll of it" grep -qi "access denied\|AccessDenied" <<<"$out"
 out=$(bus_as nobody introspect org.warren.Warren1 /org/warren/Warren1/sandbox 2>&1 || true)
 expect "nobody cannot list sandbox objects by introspection" grep -qi "access denied\|AccessDenied" <<<"$out"
+out=$(bus_as nobody introspect --xml-interface org.warren.Warren1 /org/warren/Warren1 2>&1 || true)
+if grep -q "$id" <<<"$out"; then fail "nobody's introspection of the Manager names $id"; fi
+log "ok: nobody's introspection of the Manager names no sandbox"
 expect "nobody reads the Manager's properties (positive control)" bus_as nobody get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager PoolFree
 expect "group warren reads the sandbox's address (positive control)" sh -c "setpriv --reuid=warren-test-op --regid=\$(id -g warren-test-op) --init-groups busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox Address | grep -q $addr"
 monitor_as() { # monitor_as USER FILE: Warren's signals as USER sees them, for 6 s
