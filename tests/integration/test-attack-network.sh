@@ -28,10 +28,21 @@ start_bus() {
 L=wtl$K
 LAN_HOST=203.0.113.1 LAN_PEER=203.0.113.2 # the host's "LAN": a host subnet when netnsd starts
 META=169.254.169.254 PRIV=10.253.$K.2 ALLOWED=10.252.$K.2 WORLD=198.51.100.$K
+M=wtm$K # a second namespace behind the host, for the routing check
 RT=$((1000 + K))
 FWD_BEFORE=$(cat /proc/sys/net/ipv4/ip_forward)
 undo() {
 	set +e
+	# netnsd first: its spawner puts forwarding back as it found it, then the test does
+	if [ -n "${PID_netnsd:-}" ]; then
+		local sp
+		sp=$(pgrep -P "$PID_netnsd")
+		stop_pid "$PID_netnsd"
+		for p in $sp; do
+			for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		done
+	fi
+	ip netns del "$M" 2>/dev/null
 	ip rule del priority $RT 2>/dev/null
 	ip route flush table $RT 2>/dev/null
 	ip netns del "$L" 2>/dev/null
@@ -151,9 +162,7 @@ expect "the LAN listeners are up (the host reaches them)" sh -c "ip netns exec $
 # the LAN cannot use the host as a router (netnsd switched forwarding on: only for the pool)
 # a packet from the LAN to the host's own address is input, not forwarding; so the target is a
 # second namespace behind the host
-M=wtm$K
 ip netns add "$M"
-trap 'rc=$?; ip netns del '"$M"' 2>/dev/null; undo; cleanup $rc' EXIT
 ip link add "${M}h" type veth peer name "${M}w"
 ip link set "${M}w" netns "$M"
 ip addr add 192.0.0.9/30 dev "${M}h"
