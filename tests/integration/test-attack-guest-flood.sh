@@ -17,7 +17,7 @@ CAP=$((1 << 20))
 bundle() { echo "$T/netnsd/bundles/$1"; }
 logsize() { cat "$(bundle "$1")"/runsc.log* 2>/dev/null | wc -c; }
 
-mgr AddTemplate ssasqta{sv} -- flood "$WEB" 3 /bin/busybox sh -c \
+mgr AddTemplate ssasqta{sv} -- flood "$WEB" 4 /bin/busybox sh -c \
 	"/bin/busybox yes warren-flood-line-0123456789abcdef & exec /bin/busybox httpd -f -p 8080 -h /www" \
 	8080 67108864 0
 id=$(create flood wait)
@@ -35,7 +35,7 @@ expect "and its log stays bounded ($size2)" test "$size2" -le $((2 * CAP))
 warrenctl destroy "$id"
 
 # floods, then last words and an exit: reason from the exit, last words at the log's end
-mgr AddTemplate ssasqta{sv} -- floodcrash "$WEB" 3 /bin/busybox sh -c \
+mgr AddTemplate ssasqta{sv} -- floodcrash "$WEB" 4 /bin/busybox sh -c \
 	"/bin/busybox yes warren-flood-line-0123456789abcdef | /bin/busybox head -c 1500000; echo warren-last-words >&2; exit 7" \
 	8080 67108864 0
 id=$(create floodcrash)
