@@ -1,5 +1,7 @@
 /* ctnetlink dump + delete of the host's conntrack entries of one sandbox address, so a reused
- * slot starts with no state from its previous owner. Runs in netnsd (CAP_NET_ADMIN). */
+ * slot starts with no state from its previous owner. A dump collects at most MAX_ENTRIES, so it
+ * dumps again until none are left (a sandbox may have held far more: the conntrack table is as
+ * big as the host's). Runs in netnsd (CAP_NET_ADMIN). */
 #include "conntrack.h"
 #include "netlink.h"
 #include "macro.h"
@@ -12,6 +14,9 @@
 #include <sys/socket.h>
 
 #define MAX_ENTRIES 256
+/* Enough rounds for the largest conntrack table (nf_conntrack_max 2^21 / 256), and a bound if
+ * entries keep appearing faster than they go. */
+#define MAX_ROUNDS 8192
 
 struct ct_list {
 	uint32_t addr;
@@ -62,36 +67,53 @@ collect(void *nlh, void *ud)
 	return 0;
 }
 
+struct ct_msg {
+	struct nlmsghdr h;
+	struct nfgenmsg g;
+	char buf[512];
+};
+
+static void
+ct_msg_init(struct ct_msg *q, int type)
+{
+	memset(q, 0, sizeof *q);
+	q->h.nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | type;
+	q->g.nfgen_family = AF_INET;
+	q->g.version = NFNETLINK_V0;
+}
+
 int
 conntrack_flush_addr(uint32_t addr)
 {
 	_cleanup_close_ int nl = nl_open(NETLINK_NETFILTER);
 	if (nl < 0)
 		return nl;
-	struct {
-		struct nlmsghdr h;
-		struct nfgenmsg g;
-		char buf[512];
-	} q = {0};
-	q.h.nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
-	q.g.nfgen_family = AF_INET;
-	q.g.version = NFNETLINK_V0;
+	struct ct_msg q;
 	static struct ct_list l;
-	l.addr = addr;
-	l.n = 0;
-	int r = nl_dump(nl, &q, NLMSG_LENGTH(sizeof(struct nfgenmsg)), collect, &l);
-	if (r < 0)
-		return r == -ENOENT ? 0 : r;
 	int deleted = 0;
-	for (int i = 0; i < l.n; i++) {
-		memset(&q, 0, sizeof q);
-		q.h.nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE;
-		q.g.nfgen_family = AF_INET;
-		q.g.version = NFNETLINK_V0;
-		memcpy(q.buf, l.e[i].tuple, l.e[i].len);
-		uint32_t len = NLMSG_LENGTH(sizeof(struct nfgenmsg)) + NLA_ALIGN(l.e[i].len);
-		if (nl_talk(nl, &q, len) == 0)
-			deleted++;
+	for (int round = 0; round < MAX_ROUNDS; round++) {
+		ct_msg_init(&q, IPCTNL_MSG_CT_GET);
+		l.addr = addr;
+		l.n = 0;
+		int r = nl_dump(nl, &q, NLMSG_LENGTH(sizeof(struct nfgenmsg)), collect, &l);
+		if (r < 0)
+			return r == -ENOENT ? deleted : r;
+		if (l.n == 0)
+			return deleted;
+		int gone = 0;
+		for (int i = 0; i < l.n; i++) {
+			ct_msg_init(&q, IPCTNL_MSG_CT_DELETE);
+			memcpy(q.buf, l.e[i].tuple, l.e[i].len);
+			uint32_t len = NLMSG_LENGTH(sizeof(struct nfgenmsg)) + NLA_ALIGN(l.e[i].len);
+			/* -ENOENT: it timed out between the dump and now, which is as good */
+			int r2 = nl_talk(nl, &q, len);
+			if (r2 == 0 || r2 == -ENOENT)
+				gone++;
+		}
+		deleted += gone;
+		/* none of them would go: another dump would find the same ones */
+		if (gone == 0)
+			return -EIO;
 	}
-	return deleted;
+	return -E2BIG;
 }

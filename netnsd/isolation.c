@@ -3,16 +3,101 @@
  * group, which netnsd sets with rtnetlink at claim time, so no rule changes per sandbox.
  *   - sandbox -> sandbox: dropped (forward, both interfaces ours)
  *   - sandbox -> host services: dropped (input from our veths, unless a reply)
- *   - sandbox -> world: dropped unless the veth is in the outbound group (then masqueraded)
+ *   - sandbox -> world: dropped unless the veth is in the outbound group (then masqueraded),
+ *     and even then not to link-local, loopback, multicast, private ranges or the host's own
+ *     subnets (the cloud metadata service, the host's LAN), unless --egress-allow names them
  *   - world -> sandbox: dropped (forward to our veths, unless a reply)
- *   - host (the gateway) -> sandbox: allowed (output is not filtered) */
+ *   - host -> sandbox: only sockets of root and of the gateway's uid (output, meta skuid):
+ *     any other local user would reach every port of every tenant and wake frozen ones
+ * Forwarding: IPv4 decides on the *input* device, and the replies of a masqueraded flow come in
+ * on whichever uplink the world answers through (also ones that appear later), so forwarding
+ * on the pool's veths alone is not enough. When the host did not forward, netnsd switches
+ * net.ipv4.ip_forward on, notes the old value in its runtime dir, adds a rule that forwards
+ * only flows that began on a Warren outbound veth (so the host does not become a router for
+ * its LAN), and whoever removes the table puts the old value back. Runs in netnsd as root before
+ * its lock-down; isolation_remove in the spawner. */
 #include "isolation.h"
+#include "fileio.h"
 #include "log.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#define IP_FORWARD "/proc/sys/net/ipv4/ip_forward"
+
+/* What a sandbox with outbound access may not reach unless allowed: "this network", private
+ * (RFC 1918), shared CGN space, loopback, link-local (169.254.169.254 is the cloud metadata
+ * service), IETF protocol space, multicast, reserved and broadcast. */
+static const char *const deny4[] = {"0.0.0.0/8",      "10.0.0.0/8",     "100.64.0.0/10",
+				    "127.0.0.0/8",    "169.254.0.0/16", "172.16.0.0/12",
+				    "192.0.0.0/24",   "192.168.0.0/16", "198.18.0.0/15",
+				    "224.0.0.0/4",    "240.0.0.0/4"};
+/* unspecified and loopback, IPv4-mapped, unique-local, link-local, multicast */
+static const char *const deny6[] = {"::/127", "::ffff:0:0/96", "fc00::/7", "fe80::/10",
+				    "ff00::/8"};
+
+bool
+isolation_cidr_valid(const char *s)
+{
+	char addr[INET6_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	if (!slash || (size_t)(slash - s) >= sizeof addr)
+		return false;
+	memcpy(addr, s, (size_t)(slash - s));
+	addr[slash - s] = 0;
+	unsigned char buf[16];
+	int max = inet_pton(AF_INET, addr, buf) == 1 ? 32 : inet_pton(AF_INET6, addr, buf) == 1 ? 128 : -1;
+	if (max < 0 || !slash[1] || strlen(slash + 1) > 3)
+		return false;
+	for (const char *p = slash + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return atoi(slash + 1) <= max;
+}
+
+int
+isolation_option(struct isolation_config *c, int opt, const char *arg)
+{
+	switch (opt) {
+	case 0x1001:
+		c->gateway_user = arg;
+		return 1;
+	case 0x1002:
+		if (!isolation_cidr_valid(arg) || c->n_egress_allow >= ISOLATION_MAX_EGRESS_ALLOW) {
+			log_error("--egress-allow takes an IPv4 or IPv6 CIDR such as 192.0.2.0/24 "
+				  "(at most %d)",
+				  ISOLATION_MAX_EGRESS_ALLOW);
+			return -EINVAL;
+		}
+		c->egress_allow[c->n_egress_allow++] = arg;
+		return 1;
+	}
+	return 0;
+}
+
+int
+isolation_finish(struct isolation_config *c)
+{
+	const char *name = c->gateway_user ? c->gateway_user : "warren-gateway";
+	struct passwd *pw = getpwnam(name);
+	if (!pw && c->gateway_user) {
+		log_error("--gateway-user %s: no such user", name);
+		return -ENOENT;
+	}
+	if (!pw)
+		log_warning("No user %s: only root may connect to sandbox addresses", name);
+	c->gateway_uid = pw ? pw->pw_uid : (uid_t)-1;
+	return 0;
+}
 
 int
 nft_run(const char *script)
@@ -25,39 +110,177 @@ nft_run(const char *script)
 	return st == 0 ? 0 : -EIO;
 }
 
+static int
+prefix_len(const struct sockaddr *mask)
+{
+	const unsigned char *b;
+	size_t n;
+	if (mask->sa_family == AF_INET) {
+		b = (const unsigned char *)&((const struct sockaddr_in *)mask)->sin_addr;
+		n = 4;
+	} else {
+		b = (const unsigned char *)&((const struct sockaddr_in6 *)mask)->sin6_addr;
+		n = 16;
+	}
+	int len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += __builtin_popcount(b[i]);
+	return len;
+}
+
+/* The subnets of the host's own addresses (its LAN, other bridges), but not the pool's. */
+static void
+host_subnets(FILE *f, int family, const char *ifname_prefix)
+{
+	struct ifaddrs *ifa = NULL;
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != family ||
+		    !strncmp(i->ifa_name, ifname_prefix, strlen(ifname_prefix)))
+			continue;
+		unsigned char a[16];
+		const unsigned char *m;
+		size_t n = family == AF_INET ? 4 : 16;
+		if (family == AF_INET) {
+			memcpy(a, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+			m = (const unsigned char *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr;
+		} else {
+			memcpy(a, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+			m = (const unsigned char *)&((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr;
+		}
+		for (size_t k = 0; k < n; k++)
+			a[k] &= m[k];
+		char s[INET6_ADDRSTRLEN];
+		inet_ntop(family, a, s, sizeof s);
+		fprintf(f, ", %s/%d", s, prefix_len(i->ifa_netmask));
+	}
+	freeifaddrs(ifa);
+}
+
+static void
+set_elements(FILE *f, const char *name, const char *type, const char *const *fixed, size_t n_fixed,
+	     const struct isolation_config *c, int family, bool host, const char *extra)
+{
+	fprintf(f, " set %s { type %s; flags interval; auto-merge;\n", name, type);
+	bool any = false;
+	for (size_t i = 0; i < n_fixed; i++) {
+		fprintf(f, "%s%s", any ? ", " : "  elements = { ", fixed[i]);
+		any = true;
+	}
+	if (extra) {
+		fprintf(f, "%s%s", any ? ", " : "  elements = { ", extra);
+		any = true;
+	}
+	for (size_t i = 0; !fixed && i < c->n_egress_allow; i++) {
+		bool v6 = strchr(c->egress_allow[i], ':') != NULL;
+		if (v6 != (family == AF_INET6))
+			continue;
+		fprintf(f, "%s%s", any ? ", " : "  elements = { ", c->egress_allow[i]);
+		any = true;
+	}
+	if (host && any)
+		host_subnets(f, family, c->ifname_prefix);
+	fprintf(f, "%s }\n", any ? " }\n" : "");
+}
+
+static int
+forward_state_path(const struct isolation_config *c, char *buf, size_t size)
+{
+	if (!c->runtime_dir)
+		return -EINVAL;
+	snprintf(buf, size, "%s/ip_forward.before", c->runtime_dir);
+	return 0;
+}
+
+/* Switch IPv4 forwarding on if the host had it off; true when netnsd did (so it restricts it). */
+static bool
+forwarding_on(const struct isolation_config *c)
+{
+	char path[512], now[8] = "", before[8] = "";
+	file_read_line(IP_FORWARD, now, sizeof now);
+	if (forward_state_path(c, path, sizeof path) < 0)
+		return false;
+	/* a netnsd before us switched it on and could not put it back: its note stays the truth */
+	if (file_read_line(path, before, sizeof before) == 0 && !strcmp(before, "0")) {
+		file_write_string(IP_FORWARD, "1");
+		return true;
+	}
+	if (!strcmp(now, "1"))
+		return false;
+	int r = file_write_atomic(path, "0\n", 2, 0600, true);
+	if (r < 0) {
+		log_error_errno(r, "Cannot note ip_forward's value in %s, leaving it off: %m", path);
+		return false;
+	}
+	r = file_write_string(IP_FORWARD, "1");
+	if (r < 0)
+		log_error_errno(r, "Cannot switch IPv4 forwarding on: %m");
+	else
+		log_info("IPv4 forwarding switched on for outbound sandboxes only; put back to 0 "
+			 "when netnsd stops");
+	return true;
+}
+
 int
 isolation_install(const struct isolation_config *c)
 {
-	char s[4096];
-	snprintf(s, sizeof s,
-		 "table inet %1$s\n"
-		 "delete table inet %1$s\n"
-		 "table inet %1$s {\n"
-		 " chain input { type filter hook input priority filter; policy accept;\n"
-		 "  iifname \"%2$s*\" ct state established,related accept\n"
-		 "  iifname \"%2$s*\" drop\n"
-		 " }\n"
-		 " chain forward { type filter hook forward priority filter; policy accept;\n"
-		 "  iifname \"%2$s*\" oifname \"%2$s*\" drop\n"
-		 "  oifname \"%2$s*\" ct state established,related accept\n"
-		 "  oifname \"%2$s*\" drop\n"
-		 "  iifname \"%2$s*\" iifgroup %4$u accept\n"
-		 "  iifname \"%2$s*\" drop\n"
-		 " }\n"
-		 " chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
-		 "  ip saddr %3$s oifname != \"%2$s*\" masquerade\n"
-		 " }\n"
-		 "}\n",
-		 c->table, c->ifname_prefix, c->subnet_cidr, ISOLATION_OUTBOUND_GROUP);
+	bool restrict_forward = forwarding_on(c);
+	char *s = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+	if (!f)
+		return -ENOMEM;
+	const char *P = c->ifname_prefix;
+	fprintf(f, "table inet %1$s\ndelete table inet %1$s\ntable inet %1$s {\n", c->table);
+	set_elements(f, "egress_deny4", "ipv4_addr", deny4, sizeof deny4 / sizeof *deny4, c,
+		     AF_INET, true, c->subnet_cidr);
+	set_elements(f, "egress_deny6", "ipv6_addr", deny6, sizeof deny6 / sizeof *deny6, c,
+		     AF_INET6, true, NULL);
+	set_elements(f, "egress_allow4", "ipv4_addr", NULL, 0, c, AF_INET, false, NULL);
+	set_elements(f, "egress_allow6", "ipv6_addr", NULL, 0, c, AF_INET6, false, NULL);
+	fprintf(f,
+		" chain input { type filter hook input priority filter; policy accept;\n"
+		"  iifname \"%1$s*\" ct state established,related accept\n"
+		"  iifname \"%1$s*\" drop\n"
+		" }\n"
+		" chain forward { type filter hook forward priority filter; policy accept;\n"
+		"  iifname \"%1$s*\" oifname \"%1$s*\" drop\n"
+		"  oifname \"%1$s*\" ct state established,related accept\n"
+		"  oifname \"%1$s*\" drop\n"
+		"  iifname \"%1$s*\" iifgroup != %2$u drop\n"
+		"  iifname \"%1$s*\" ct state established,related accept\n"
+		"  iifname \"%1$s*\" ip daddr @egress_allow4 accept\n"
+		"  iifname \"%1$s*\" ip6 daddr @egress_allow6 accept\n"
+		"  iifname \"%1$s*\" ip daddr @egress_deny4 drop\n"
+		"  iifname \"%1$s*\" ip6 daddr @egress_deny6 drop\n"
+		"  iifname \"%1$s*\" accept\n",
+		P, ISOLATION_OUTBOUND_GROUP);
+	if (restrict_forward)
+		/* the host did not forward before netnsd: it forwards Warren's outbound flows and
+		 * their replies, nothing else (other Warren instances' veths share the group) */
+		fprintf(f, "  ct state established,related accept\n  iifgroup != %u drop\n",
+			ISOLATION_OUTBOUND_GROUP);
+	fprintf(f, " }\n chain output { type filter hook output priority filter; policy accept;\n");
+	if (c->gateway_uid != (uid_t)-1 && c->gateway_uid != 0)
+		fprintf(f, "  ip daddr %s meta skuid != { 0, %u } drop\n", c->subnet_cidr,
+			(unsigned)c->gateway_uid);
+	else
+		fprintf(f, "  ip daddr %s meta skuid != 0 drop\n", c->subnet_cidr);
+	fprintf(f,
+		" }\n"
+		" chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
+		"  ip saddr %s oifname != \"%s*\" masquerade\n"
+		" }\n"
+		"}\n",
+		c->subnet_cidr, P);
+	fclose(f);
 	int r = nft_run(s);
 	if (r < 0)
+		log_error("nftables script was:\n%s", s);
+	free(s);
+	if (r < 0)
 		return log_error_errno(r, "Failed to load nftables table %s: %m", c->table);
-	/* Forwarding is needed only for outbound sandboxes; the forward chain keeps the rest in. */
-	FILE *f = fopen("/proc/sys/net/ipv4/ip_forward", "w");
-	if (f) {
-		fputs("1", f);
-		fclose(f);
-	}
 	return 0;
 }
 
@@ -66,5 +289,13 @@ isolation_remove(const struct isolation_config *c)
 {
 	char s[256];
 	snprintf(s, sizeof s, "table inet %1$s\ndelete table inet %1$s\n", c->table);
-	return nft_run(s);
+	int r = nft_run(s);
+	char path[512], before[8];
+	if (forward_state_path(c, path, sizeof path) == 0 &&
+	    file_read_line(path, before, sizeof before) == 0) {
+		if (!strcmp(before, "0") && file_write_string(IP_FORWARD, "0") < 0)
+			log_error("Cannot switch IPv4 forwarding back off");
+		unlink(path);
+	}
+	return r;
 }

@@ -40,7 +40,8 @@ usage(void)
 	       "                       directories in it (default /var/lib/warren/images)\n"
 	       "  --image-cache DIR    snapshotd's --image-cache: decompressed images restored from\n"
 	       "                       there too (default /dev/shm/warren-images)\n"
-	       "  --vm-console         guest serial console to <bundle>/console.log\n" DAEMON_COMMON_HELP);
+	       "  --vm-console         guest serial console to <bundle>/console.log\n" ISOLATION_HELP
+	       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
 }
 
 static void
@@ -87,11 +88,19 @@ main(int argc, char **argv)
 		{"image-cache", required_argument, NULL, 'I'},
 		{"vm-console", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
+		ISOLATION_OPTIONS,
+		OCI_LIMITS_OPTIONS,
 		DAEMON_COMMON_OPTIONS,
 		{}};
+	static struct isolation_config iso;
+	static struct oci_limits limits = OCI_LIMITS_DEFAULT;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		int r = daemon_common_option(&n.dc, c, optarg);
+		if (r == 0)
+			r = isolation_option(&iso, c, optarg);
+		if (r == 0)
+			r = oci_spec_limits_option(&limits, c, optarg);
 		if (r < 0)
 			return 2;
 		if (r > 0)
@@ -188,8 +197,12 @@ main(int argc, char **argv)
 	n.templates_dir = realpath(templates, NULL);
 	char cidr[32];
 	snprintf(cidr, sizeof cidr, "%s/16", subnet);
-	static struct isolation_config iso;
-	iso = (struct isolation_config){.table = table, .ifname_prefix = prefix, .subnet_cidr = cidr};
+	iso.table = table;
+	iso.ifname_prefix = prefix;
+	iso.subnet_cidr = cidr;
+	iso.runtime_dir = runtime;
+	if (isolation_finish(&iso) < 0)
+		return 2;
 
 	n.dc.base = event_base_new();
 	pid_t spawner_pid = 0;
@@ -199,6 +212,7 @@ main(int argc, char **argv)
 				     .cgroup_parent = n.cgroup_parent,
 				     .templates_dir = n.templates_dir,
 				     .isolation = &iso,
+				     .limits = &limits,
 				     .vm = &n.vm};
 	int spawner_fd = -1;
 	if (!n.dc.seccomp_probe) {

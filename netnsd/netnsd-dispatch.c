@@ -144,6 +144,13 @@ handle_claim(struct ipc_call *call, void *ud)
 	if (q->timeout_ms == 0)
 		return ipc_call_error(call, -EAGAIN, "no free namespace slot (pool of %u)",
 				      pool_size(n->pool));
+	unsigned queued = 0;
+	for (struct claim_waiter *o = n->waiters; o; o = o->next)
+		queued++;
+	if (queued >= POOL_MAX_WAITERS)
+		return ipc_call_error(call, -EAGAIN,
+				      "no free namespace slot and %u creates already wait for one",
+				      queued);
 	struct claim_waiter *w = calloc(1, sizeof *w);
 	w->n = n;
 	w->allow_outbound = q->allow_outbound;

@@ -22,6 +22,11 @@ struct pool_config {
 	const char *ifname_prefix;
 };
 
+/* Claims that wait for a slot (timeout_ms > 0) beyond this many are answered at once with
+ * -EAGAIN: each waiter holds a deferred call and a timer, and the supervisor is not trusted to
+ * bound them. */
+#define POOL_MAX_WAITERS 256
+
 struct pool;
 typedef void (*pool_available_fn)(struct pool *p, void *ud);
 

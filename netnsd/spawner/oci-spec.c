@@ -1,11 +1,16 @@
 /* config.json for runsc: read-only shared template rootfs (runsc gives it a memory overlay),
- * the slot's network namespace by path (runsc makes an empty one otherwise), the memory limit
- * and a cgroup under netnsd's parent. Written by netnsd's spawner. */
+ * the slot's network namespace by path (runsc makes an empty one otherwise), a cgroup under
+ * netnsd's parent with the sandbox's bounds: memory (and memory+swap at the same value, so swap
+ * is no way past it; reclaim still swaps out, which keeps memory+swap as it was), a CPU quota and
+ * a pids limit (a fork bomb inside stops there). Written by netnsd's spawner. */
 #include "oci-spec.h"
 #include "fileio.h"
+#include "log.h"
 #include "macro.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void
@@ -61,8 +66,14 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	      "{\"type\":\"mount\"},{\"type\":\"network\",\"path\":",
 	      f);
 	json_str(f, s->netns_path);
-	fprintf(f, "}],\"resources\":{\"memory\":{\"limit\":%llu}},\"cgroupsPath\":",
-		(unsigned long long)s->memory_limit);
+	fprintf(f, "}],\"resources\":{\"memory\":{\"limit\":%llu,\"swap\":%llu}",
+		(unsigned long long)s->memory_limit, (unsigned long long)s->memory_limit);
+	if (s->pids_limit)
+		fprintf(f, ",\"pids\":{\"limit\":%u}", s->pids_limit);
+	if (s->cpu_quota_us && s->cpu_period_us)
+		fprintf(f, ",\"cpu\":{\"quota\":%u,\"period\":%u}", s->cpu_quota_us,
+			s->cpu_period_us);
+	fputs("},\"cgroupsPath\":", f);
 	json_str(f, s->cgroups_path);
 	fputs("}}\n", f);
 	fclose(f);
@@ -71,4 +82,31 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	int r = file_write_atomic(path, buf, len, 0600, false);
 	free(buf);
 	return r;
+}
+
+int
+oci_spec_limits_option(struct oci_limits *l, int opt, const char *arg)
+{
+	char *end;
+	switch (opt) {
+	case 0x1101: {
+		unsigned long v = strtoul(arg, &end, 10);
+		if (*end || v < 64 || v > 65536) {
+			log_error("--sandbox-pids is 64-65536");
+			return -EINVAL;
+		}
+		l->pids_max = (uint32_t)v;
+		return 1;
+	}
+	case 0x1102: {
+		double v = strtod(arg, &end);
+		if (*end || !(v == 0 || (v >= 0.05 && v <= 1024))) {
+			log_error("--sandbox-cpus is 0 (no quota) or 0.05-1024");
+			return -EINVAL;
+		}
+		l->cpu_millis = (uint32_t)(v * 1000 + 0.5);
+		return 1;
+	}
+	}
+	return 0;
 }

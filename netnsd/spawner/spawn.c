@@ -1,7 +1,11 @@
 /* The spawner (see spawn.h). Every runsc command runs in the sandbox's slot namespace: runsc's
  * control socket is abstract, so exec/delete from another namespace would not find it. `run`
  * also gets a private mount namespace with a tmpfs over /proc/sys/net, because this runsc
- * takes /proc/sys/net/core/rmem_default as proof of the root namespace and refuses to start. */
+ * takes /proc/sys/net/core/rmem_default as proof of the root namespace and refuses to start.
+ * A gVisor sandbox's stdout/stderr (and runsc's own messages) go into a pipe the spawner drains
+ * at a bounded rate into <bundle>/runsc.log, which rotates once to runsc.log.1 at 1 MiB: a guest
+ * that writes without end fills neither the disk nor the spawner, and waits on its own writes.
+ * The last bytes stay in memory as the reason a start or checkpoint failed. */
 #include "spawn.h"
 #include "cgroup.h"
 #include "microvm.h"
@@ -19,7 +23,9 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -27,6 +33,22 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
+
+#define CONSOLE_FILE_MAX (1 << 20)  /* runsc.log rotates to runsc.log.1 at this size */
+#define CONSOLE_RATE (256 << 10)     /* bytes drained per second; beyond, the guest's writes wait */
+#define CONSOLE_TAIL 1024            /* kept in memory for failure reasons */
+
+struct console {
+	int rfd, wfd; /* the pipe; the write end is kept for later runsc commands (checkpoint) */
+	int file;     /* <bundle>/runsc.log */
+	off_t size;
+	struct event *ev, *timer;
+	uint64_t window_start; /* usec, CLOCK_MONOTONIC */
+	size_t window_bytes;
+	char tail[CONSOLE_TAIL];
+	size_t tail_len;
+};
 
 struct sb {
 	char id[SANDBOX_ID_LEN + 1];
@@ -38,10 +60,12 @@ struct sb {
 	bool checkpointing; /* its exit is the checkpoint's doing, not news */
 	bool vm;            /* microVM backend: pid is the VMM's */
 	uint64_t memory_limit;
+	struct console *console; /* gVisor only */
 	struct sb *next;
 };
 
-enum cmd_kind { CMD_RUN, CMD_DELETE, CMD_EXEC, CMD_CHECKPOINT, CMD_VM_RESTORE };
+/* CMD_KILL: `runsc kill` of an exec'd process whose `runsc exec` client timed out */
+enum cmd_kind { CMD_RUN, CMD_DELETE, CMD_EXEC, CMD_CHECKPOINT, CMD_VM_RESTORE, CMD_KILL };
 
 struct cmd {
 	pid_t pid;
@@ -52,6 +76,7 @@ struct cmd {
 	int image_fd; /* checkpoint/restore: the image directory, kept open until runsc is done */
 	struct event *timer;
 	char *error; /* a failed run being cleaned up: the error to answer with */
+	char *pidfile; /* gVisor exec: where runsc writes the exec'd process's pid in the sandbox */
 	struct cmd *next;
 };
 
@@ -63,6 +88,152 @@ static struct cmd *cmds;
 static char runsc_root[300];
 static int templates_fd = -1;
 static char rootfs_mnt[300]; /* where runsc finds the rootfs, in its own mount namespace */
+
+static uint64_t
+mono_usec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void
+console_keep_tail(struct console *c, const char *buf, size_t n)
+{
+	if (n >= CONSOLE_TAIL) {
+		memcpy(c->tail, buf + n - CONSOLE_TAIL, CONSOLE_TAIL);
+		c->tail_len = CONSOLE_TAIL;
+		return;
+	}
+	if (c->tail_len + n > CONSOLE_TAIL) {
+		size_t drop = c->tail_len + n - CONSOLE_TAIL;
+		memmove(c->tail, c->tail + drop, c->tail_len - drop);
+		c->tail_len -= drop;
+	}
+	memcpy(c->tail + c->tail_len, buf, n);
+	c->tail_len += n;
+}
+
+/* Append to runsc.log; at the cap it becomes runsc.log.1 (replacing the older one) and a new
+ * runsc.log starts, so a sandbox holds at most two caps on disk. */
+static void
+console_write_file(struct console *c, const char *bundle, const char *buf, size_t n)
+{
+	if (c->file < 0)
+		return;
+	if (c->size + (off_t)n > CONSOLE_FILE_MAX) {
+		char cur[400], old[400];
+		snprintf(cur, sizeof cur, "%s/runsc.log", bundle);
+		snprintf(old, sizeof old, "%s/runsc.log.1", bundle);
+		safe_close(c->file);
+		c->file = -1;
+		if (rename(cur, old) < 0)
+			return;
+		c->file = open(cur, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		c->size = 0;
+		if (c->file < 0)
+			return;
+	}
+	ssize_t k = write(c->file, buf, n);
+	if (k > 0)
+		c->size += k;
+}
+
+/* Read what is there now, up to max bytes; returns bytes read. */
+static size_t
+console_read(struct sb *sb, size_t max)
+{
+	struct console *c = sb->console;
+	char buf[16384];
+	size_t total = 0;
+	while (total < max) {
+		size_t want = max - total < sizeof buf ? max - total : sizeof buf;
+		ssize_t k = read(c->rfd, buf, want);
+		if (k <= 0)
+			break;
+		console_keep_tail(c, buf, (size_t)k);
+		console_write_file(c, sb->bundle, buf, (size_t)k);
+		total += (size_t)k;
+	}
+	return total;
+}
+
+static void
+console_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct console *c = arg;
+	c->window_start = mono_usec();
+	c->window_bytes = 0;
+	event_add(c->ev, NULL);
+}
+
+static void
+console_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct sb *sb = arg;
+	struct console *c = sb->console;
+	uint64_t now = mono_usec();
+	if (now - c->window_start >= 1000000) {
+		c->window_start = now;
+		c->window_bytes = 0;
+	}
+	c->window_bytes += console_read(sb, CONSOLE_RATE - c->window_bytes);
+	if (c->window_bytes >= CONSOLE_RATE) {
+		/* this second's share is read: stop until the next, the pipe fills and the guest's
+		 * writes block, as on a slow console */
+		event_del(c->ev);
+		uint64_t left = 1000000 - (mono_usec() - c->window_start) % 1000000;
+		struct timeval tv = {0, (suseconds_t)left};
+		evtimer_add(c->timer, &tv);
+	}
+}
+
+static void
+console_free(struct console *c)
+{
+	if (!c)
+		return;
+	if (c->ev)
+		event_free(c->ev);
+	if (c->timer)
+		event_free(c->timer);
+	safe_close(c->rfd);
+	safe_close(c->wfd);
+	safe_close(c->file);
+	free(c);
+}
+
+static int
+console_new(struct sb *sb)
+{
+	struct console *c = calloc(1, sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	c->rfd = c->wfd = c->file = -1;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		free(c);
+		return -errno;
+	}
+	c->rfd = p[0];
+	c->wfd = p[1];
+	/* only the read end: runsc and the guest write to a blocking pipe */
+	fcntl(c->rfd, F_SETFL, O_NONBLOCK);
+	char path[400];
+	snprintf(path, sizeof path, "%s/runsc.log", sb->bundle);
+	c->file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	c->ev = event_new(base, c->rfd, EV_READ | EV_PERSIST, console_readable, sb);
+	c->timer = evtimer_new(base, console_resume, c);
+	if (c->file < 0 || !c->ev || !c->timer) {
+		int r = c->file < 0 ? -errno : -ENOMEM;
+		console_free(c);
+		return r;
+	}
+	c->window_start = mono_usec();
+	event_add(c->ev, NULL);
+	sb->console = c;
+	return 0;
+}
 
 static struct sb *
 sb_find(const char *id)
@@ -81,6 +252,11 @@ sb_forget(struct sb *sb)
 			*pp = sb->next;
 			break;
 		}
+	/* an exec still running (or its kill) outlives the sandbox's record */
+	for (struct cmd *c = cmds; c; c = c->next)
+		if (c->sb == sb)
+			c->sb = NULL;
+	console_free(sb->console);
 	rm_rf(sb->bundle);
 	cgroup_remove(sb->cgroup);
 	safe_close(sb->nsfd);
@@ -180,6 +356,9 @@ cmd_free(struct cmd *c)
 	safe_close(c->image_fd);
 	ipc_call_free(c->call);
 	free(c->error);
+	if (c->pidfile)
+		unlink(c->pidfile);
+	free(c->pidfile);
 	free(c);
 }
 
@@ -208,6 +387,18 @@ vm_kill(struct sb *sb)
 static void
 log_tail(const struct sb *sb, char *buf, size_t size)
 {
+	if (sb->console) {
+		/* what runsc said last may still be in the pipe */
+		console_read((struct sb *)sb, 65536);
+		const struct console *c = sb->console;
+		size_t n = c->tail_len < size - 1 ? c->tail_len : size - 1;
+		memcpy(buf, c->tail + c->tail_len - n, n);
+		buf[n] = 0;
+		for (char *p = buf; p < buf + n; p++)
+			if (*p == '\n' || *p == 0)
+				*p = ' ';
+		return;
+	}
 	char path[400];
 	snprintf(path, sizeof path, "%s/%s", sb->bundle, sb->vm ? "vmm.log" : "runsc.log");
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -303,6 +494,8 @@ cmd_done(struct cmd *c, int status)
 			ipc_call_error(c->call, -EIO, "%s checkpoint failed (status 0x%x): %s",
 				       sb->vm ? "microVM" : "runsc", status, tail);
 		}
+		break;
+	case CMD_KILL:
 		break;
 	case CMD_EXEC: {
 		Warren__V1__ExecResponse er = WARREN__V1__EXEC_RESPONSE__INIT;
@@ -461,18 +654,27 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 				.memory_limit = q->memory_limit,
 				.netns_path = netns,
 				.cgroups_path = sb->cgroup};
+	if (cfg->limits) {
+		spec.pids_limit = cfg->limits->pids_max;
+		if (cfg->limits->cpu_millis) {
+			spec.cpu_period_us = 100000;
+			spec.cpu_quota_us = cfg->limits->cpu_millis * 100;
+		}
+	}
 	int r = mkdir_p(sb->bundle, 0700);
 	if (r == 0)
 		r = oci_spec_write(sb->bundle, &spec);
+	if (r == 0)
+		r = console_new(sb);
 	if (r < 0) {
 		sb_forget(sb);
 		return r;
 	}
-	char log[400], pidfile[400];
-	snprintf(log, sizeof log, "%s/runsc.log", sb->bundle);
+	char pidfile[400];
 	snprintf(pidfile, sizeof pidfile, "%s/pid", sb->bundle);
-	int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	/* run --detach hands its stdout/stderr to the sandbox: a file, never a pipe we wait on. */
+	int logfd = fcntl(sb->console->wfd, F_DUPFD_CLOEXEC, 3);
+	/* run --detach hands its stdout/stderr to the sandbox: a pipe the spawner drains as it
+	 * goes, never one it waits on for end-of-file (it holds a write end itself). */
 	char image[80];
 	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), image_fd);
 	char *run[] = {(char *)cfg->runsc, runsc_root, "--platform=ptrace", "--network=sandbox",
@@ -483,7 +685,8 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 			   "--overlay2=root:memory", "restore", image, "--bundle", sb->bundle,
 			   "--detach", "--pid-file", pidfile, sb->id, NULL};
 	struct ipc_call *deferred = ipc_call_defer(call);
-	r = cmd_start(CMD_RUN, sb, deferred, image_fd >= 0 ? restore : run, logfd, dup(logfd));
+	r = cmd_start(CMD_RUN, sb, deferred, image_fd >= 0 ? restore : run, logfd,
+		      logfd >= 0 ? fcntl(logfd, F_DUPFD_CLOEXEC, 3) : -1);
 	if (r < 0) {
 		safe_close(logfd);
 		ipc_call_free(deferred);
@@ -529,7 +732,7 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	if (!sb || !sb->pid)
 		return -ENOENT;
 	for (struct cmd *c = cmds; c; c = c->next)
-		if (c->sb == sb && c->kind != CMD_EXEC)
+		if (c->sb == sb && c->kind != CMD_EXEC && c->kind != CMD_KILL)
 			return -EBUSY;
 	if (sb->vm) {
 		struct ipc_call *d = ipc_call_defer(call);
@@ -541,17 +744,16 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 		cmds->image_fd = TAKE_FD(d->fds[0]);
 		return IPC_DEFER;
 	}
-	char image[80], log[400];
+	char image[80];
 	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), call->fds[0]);
-	snprintf(log, sizeof log, "%s/runsc.log", sb->bundle);
-	int logfd = open(log, O_WRONLY | O_APPEND | O_CLOEXEC);
+	int logfd = sb->console ? fcntl(sb->console->wfd, F_DUPFD_CLOEXEC, 3) : -1;
 	char *argv[] = {(char *)cfg->runsc, runsc_root, "checkpoint", image, sb->id, NULL};
 	struct ipc_call *d = ipc_call_defer(call);
 	sb->checkpointing = true;
 	/* runsc creates checkpoint.img in the image directory netnsd proved is snapshotd's new,
 	 * empty one; with umask 077 it is root's alone, not world-readable guest memory */
 	mode_t old_umask = umask(077);
-	int r = cmd_start(CMD_CHECKPOINT, sb, d, argv, logfd, logfd >= 0 ? dup(logfd) : -1);
+	int r = cmd_start(CMD_CHECKPOINT, sb, d, argv, logfd, logfd >= 0 ? fcntl(logfd, F_DUPFD_CLOEXEC, 3) : -1);
 	umask(old_umask);
 	if (r < 0) {
 		sb->checkpointing = false;
@@ -570,7 +772,7 @@ handle_destroy(struct ipc_call *call, void *ud)
 	if (!sb)
 		return -ENOENT;
 	for (struct cmd *c = cmds; c; c = c->next)
-		if (c->sb == sb && c->kind != CMD_EXEC)
+		if (c->sb == sb && c->kind != CMD_EXEC && c->kind != CMD_KILL)
 			return -EBUSY;
 	if (sb->vm) {
 		vm_kill(sb);
@@ -587,11 +789,30 @@ handle_destroy(struct ipc_call *call, void *ud)
 	return IPC_DEFER;
 }
 
+/* Killing the `runsc exec` client leaves the process it started running in the sandbox: kill
+ * that one too, by the pid runsc wrote (in the sandbox's root pid namespace, as `runsc kill
+ * --pid` takes it). */
 static void
 exec_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct cmd *c = arg;
 	kill(c->pid, SIGKILL);
+	char buf[32];
+	if (!c->sb || !c->pidfile || file_read_line(c->pidfile, buf, sizeof buf) < 0)
+		return;
+	char *end;
+	long pid = strtol(buf, &end, 10);
+	if (*end || pid <= 1 || pid > INT32_MAX)
+		return;
+	char pidarg[32];
+	snprintf(pidarg, sizeof pidarg, "--pid=%ld", pid);
+	char *argv[] = {(char *)cfg->runsc, runsc_root, "kill", pidarg, c->sb->id, "KILL", NULL};
+	int r = cmd_start(CMD_KILL, c->sb, NULL, argv, -1, -1);
+	if (r < 0)
+		log_warning_errno(r, "Sandbox %s: cannot kill timed-out exec pid %ld: %m", c->sb->id,
+				  pid);
+	else
+		log_info("Sandbox %s: exec timed out, killing its process %ld", c->sb->id, pid);
 }
 
 static int
@@ -640,11 +861,18 @@ handle_exec(struct ipc_call *call, void *ud)
 		return -EINVAL;
 	if (sb->vm)
 		return vm_exec_start(call, sb, q);
-	char **argv = calloc(q->n_argv + 6, sizeof *argv);
+	static unsigned exec_seq;
+	char *pidfile = NULL;
+	if (asprintf(&pidfile, "%s/exec-%u.pid", sb->bundle, ++exec_seq) < 0)
+		return -ENOMEM;
+	char pidarg[450];
+	snprintf(pidarg, sizeof pidarg, "--internal-pid-file=%s", pidfile);
+	char **argv = calloc(q->n_argv + 7, sizeof *argv);
 	size_t n = 0;
 	argv[n++] = (char *)cfg->runsc;
 	argv[n++] = runsc_root;
 	argv[n++] = "exec";
+	argv[n++] = pidarg;
 	argv[n++] = sb->id;
 	for (size_t i = 0; i < q->n_argv; i++)
 		argv[n++] = q->argv[i];
@@ -653,11 +881,13 @@ handle_exec(struct ipc_call *call, void *ud)
 	int r = cmd_start(CMD_EXEC, sb, d, argv, out, err);
 	free(argv);
 	if (r < 0) {
+		free(pidfile);
 		safe_close(out);
 		safe_close(err);
 		ipc_call_free(d);
 		return r;
 	}
+	cmds->pidfile = pidfile;
 	unsigned ms = q->timeout_ms ? q->timeout_ms : 30000;
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	cmds->timer = evtimer_new(base, exec_timeout, cmds);

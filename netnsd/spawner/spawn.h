@@ -7,6 +7,7 @@
 
 #include "isolation.h"
 #include "microvm.h"
+#include "oci-spec.h"
 
 struct spawner_config {
 	const char *runsc;
@@ -14,6 +15,7 @@ struct spawner_config {
 	const char *cgroup_parent;
 	const char *templates_dir; /* canonical; every gVisor rootfs is opened beneath it */
 	const struct isolation_config *isolation;
+	const struct oci_limits *limits;
 	const struct microvm_config *vm; /* the microVM backend, when this host has it */
 };
 

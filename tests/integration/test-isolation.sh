@@ -4,7 +4,8 @@
 # default) and world -> sandbox are dropped; a slot claimed with allow_outbound reaches the world.
 source "$(dirname "$0")/lib.sh"
 start_bus
-POOL=4 start_netnsd
+# "the world" below is a private address: outbound sandboxes reach it only when allowed
+POOL=4 start_netnsd --egress-allow "10.250.$K.0/30"
 wait_for 10 sh -c "$POKE $T/netnsd.sock status | grep -q pool_free=4"
 hold() { # hold NAME [outbound]: claim a slot and keep it; sets NAME_addr NAME_gw NAME_ns
 	local name=$1

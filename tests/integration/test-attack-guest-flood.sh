@@ -1,0 +1,97 @@
+#!/bin/bash
+# A hostile guest against the host's disk and process table, for real:
+#  - an app that writes to stdout without end (busybox yes) beside its server: after some
+#    seconds its log on disk is within the cap (runsc.log + one rotated runsc.log.1, 1 MiB each),
+#    the flood did reach it (positive control: its lines are there, a rotation happened) and the
+#    sandbox still answers through the gateway;
+#  - an app that floods, says its last words on stderr and exits: the sandbox is failed with its
+#    exit status as the reason, and the last words are what the log ends with;
+#  - a program that cannot start: the reason names runsc's own error (read from the log's tail);
+#  - an exec that times out: its process inside the sandbox is killed, not only the client;
+#  - a fork bomb inside a sandbox: the pids cgroup stops it at the limit (its `max` event
+#    counts), the host still forks and another sandbox still answers.
+source "$(dirname "$0")/lib.sh"
+POOL=4 warren_start
+WEB=/var/lib/warren/templates/web/rootfs
+CAP=$((1 << 20))
+bundle() { echo "$T/netnsd/bundles/$1"; }
+logsize() { cat "$(bundle "$1")"/runsc.log* 2>/dev/null | wc -c; }
+
+mgr AddTemplate ssasqta{sv} -- flood "$WEB" 4 /bin/busybox sh -c \
+	"/bin/busybox yes warren-flood-line-0123456789abcdef & exec /bin/busybox httpd -f -p 8080 -h /www" \
+	8080 67108864 0
+id=$(create flood wait)
+sleep 12
+size=$(logsize "$id")
+log "flood: $size bytes of log on disk after 12 s ($(ls -l "$(bundle "$id")" | grep runsc.log | awk '{print $5, $9}' | tr '\n' ' '))"
+expect "the flood reached the log (positive control)" grep -q warren-flood-line "$(bundle "$id")/runsc.log"
+expect "the log rotated once at least (the guest wrote more than the cap)" test -s "$(bundle "$id")/runsc.log.1"
+expect "the log on disk is at most two caps ($size <= $((2 * CAP)))" test "$size" -le $((2 * CAP))
+expect "the whole bundle stays small" test "$(du -sk "$(bundle "$id")" | cut -f1)" -le $((2 * CAP / 1024 + 64))
+expect "the flooding sandbox still answers" sh -c "curl -fsS --max-time 10 $(sb_url "$id") | grep -q Hello"
+sleep 4
+size2=$(logsize "$id")
+expect "and its log stays bounded ($size2)" test "$size2" -le $((2 * CAP))
+warrenctl destroy "$id"
+
+# floods, then last words and an exit: reason from the exit, last words at the log's end
+mgr AddTemplate ssasqta{sv} -- floodcrash "$WEB" 4 /bin/busybox sh -c \
+	"/bin/busybox yes warren-flood-line-0123456789abcdef | /bin/busybox head -c 1500000; echo warren-last-words >&2; exit 7" \
+	8080 67108864 0
+id=$(create floodcrash)
+expect "the flooding app that exits is failed" wait_for 60 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State)\" = 's \"failed\"' ]"
+expect "with its exit status as the reason ($(sbprop "$id" Reason))" test "$(sbprop "$id" Reason)" = "its app exited with status 7"
+expect "its last words end the log" wait_for 10 sh -c "tail -c 200 $(bundle "$id")/runsc.log | grep -q warren-last-words"
+expect "and the log is within two caps" test "$(logsize "$id")" -le $((2 * CAP))
+warrenctl destroy "$id"
+
+# cannot start: the reason is runsc's own message, from the log's tail
+mgr AddTemplate ssasqta{sv} -- nostart "$WEB" 1 /bin/warren-no-such-program 8080 67108864 0
+id=$(create nostart)
+expect "a program that cannot start fails the sandbox" wait_for 60 sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State 2>/dev/null | grep -q failed || ! busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State"
+reason=$(sbprop "$id" Reason 2>/dev/null || grep -o "Sandbox $id:.*" "$T/supervisor.log" | tail -1)
+expect "with runsc's message naming the program as the reason ($reason)" grep -q "warren-no-such-program" <<<"$reason"
+warrenctl destroy "$id" >/dev/null 2>&1 || true
+
+# fork bomb
+other=$(create web wait)
+bomb=$(create web wait)
+
+# an exec that outlives its timeout (netnsd's default, 30 s) is killed inside the sandbox too,
+# not only its `runsc exec` client
+sleeping() { # sleeping ID: 0 if `sleep 4242` runs in it, 1 if ps ran and shows none, 2 if no ps
+	local out
+	out=$(warrenctl exec "$1" -- /bin/busybox ps 2>/dev/null) || return 2
+	grep -q "PID" <<<"$out" || return 2
+	grep -q "sleep 4242" <<<"$out"
+}
+warrenctl exec "$other" -- /bin/busybox sleep 4242 >/dev/null 2>&1 &
+ex=$!
+sleep 5
+expect "the exec's process runs in the sandbox (positive control)" sleeping "$other"
+st=0
+wait $ex || st=$?
+expect "the exec timed out and was killed (status $st)" test "$st" = 137
+gone=no
+for _ in $(seq 20); do
+	r=0
+	sleeping "$other" || r=$?
+	[ $r = 1 ] && { gone=yes; break; }
+	sleep 0.5
+done
+expect "its process is gone from the sandbox" test $gone = yes
+
+pids=/sys/fs/cgroup/pids$CGROUP_PARENT/$bomb
+max=$(cat "$pids/pids.max")
+log "sandbox $bomb: pids.max $max, pids.current $(cat "$pids/pids.current") before the bomb"
+expect "the sandbox has a pids limit ($max)" test "$max" != max
+warrenctl exec "$bomb" -- /bin/busybox sh -c 'b() { b | b & }; b; exit 0' >/dev/null 2>&1 || true
+expect "the bomb reaches the pids limit" wait_for 60 sh -c "test \"\$(awk '/max/ {print \$2}' $pids/pids.events 2>/dev/null || echo 0)\" -gt 0 || ! test -d $pids"
+if [ -d "$pids" ]; then
+	log "pids.current $(cat "$pids/pids.current" 2>/dev/null) of $max, $(cat "$pids/pids.events" 2>/dev/null)"
+	expect "never beyond it" test "$(cat "$pids/pids.current" 2>/dev/null || echo 0)" -le "$max"
+fi
+expect "the host still forks" /bin/true
+expect "another sandbox still answers" sh -c "curl -fsS --max-time 20 $(sb_url "$other") | grep -q Hello"
+expect "the bombed sandbox is destroyed whole" warrenctl destroy "$bomb"
+expect "its cgroup is gone" wait_for 20 test ! -d "$pids"
