@@ -92,8 +92,9 @@ main(int argc, char **argv)
 	if (root && s.store_fd >= 0 && privdrop_lookup_user(snapshotd_user, &uid, &gid) == 0 &&
 	    fchown(s.store_fd, uid, gid) < 0)
 		return log_error_errno(-errno, "chown %s: %m", s.store_dir), 1;
-	if (daemon_lock_down(&s.dc, root ? snapshotd_user : NULL, snapshotd_caps,
-			     root ? snapshotd_n_caps : 0,
+	/* From root (the tests' harness) it switches itself; under the unit or warren-launch it
+	 * starts as its user with the capabilities ambient, and privdrop checks that. */
+	if (daemon_lock_down(&s.dc, snapshotd_user, snapshotd_caps, snapshotd_n_caps,
 			     &snapshotd_seccomp) < 0)
 		return 1;
 	struct ipc_server_config cfg = {.name = "snapshotd",
