@@ -9,7 +9,8 @@ source "$(dirname "$0")/lib.sh"
 DENY_EXEC=$BUILD/tests/seccomp-deny-exec
 LAUNCH_RUN=$T/l-run
 launch_env() {
-	env WARREN_LIBEXEC="$LIBEXEC" WARREN_UNITS="$SOURCE/units" WARREN_RUN="$LAUNCH_RUN" \
+	env WARREN_LIBEXEC="$LIBEXEC" WARREN_UNITS="$SOURCE/units" WARREN_TMPFILES= \
+		WARREN_RUN="$LAUNCH_RUN" \
 		WARREN_LOG="$T/l-log" WARREN_RW_EXTRA="$T" \
 		WARREN_NETNSD_OPTS="--pool-size 3 --subnet $SUBNET --ifname-prefix $IFPREFIX \
 --nft-table $NFT_TABLE --runtime-dir $T/l-netnsd --cgroup-parent $CGROUP_PARENT \
