@@ -43,9 +43,9 @@ check_identity() {
 	uid=$(id -u "${USER_OF[$d]}")
 	gid=$(id -g "${USER_OF[$d]}")
 	expect "$how $d (pid $pid) runs as ${USER_OF[$d]}" \
-		test "$(field "$pid" Uid)" = "$(printf '%s\t%s\t%s\t%s' $uid $uid $uid $uid)"
+		test "$(field "$pid" Uid)" = "$uid $uid $uid $uid"
 	expect "$how $d: its own group" \
-		test "$(field "$pid" Gid)" = "$(printf '%s\t%s\t%s\t%s' $gid $gid $gid $gid)"
+		test "$(field "$pid" Gid)" = "$gid $gid $gid $gid"
 	expect "$how $d: CapEff ${CAPS_OF[$d]}" test "$(field "$pid" CapEff)" = "${CAPS_OF[$d]}"
 	expect "$how $d: CapPrm ${CAPS_OF[$d]}" test "$(field "$pid" CapPrm)" = "${CAPS_OF[$d]}"
 	expect "$how $d: nothing inheritable or ambient" \
