@@ -129,7 +129,7 @@ expect "it answers through the gateway" sh -c "curl -fsS --max-time 30 $(sb_url 
 call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Freeze
 expect "netnsd as warren-netnsd froze it" test "$(sbprop "$id" State)" = frozen
 expect "a request thaws it" sh -c "curl -fsS --max-time 30 $(sb_url "$id") | grep -q Hello"
-mgr DestroySandbox s "$id" >/dev/null
+warrenctl destroy "$id" >/dev/null
 for p in "${PIDS[@]}"; do stop_pid "$p"; done
 PIDS=()
 for _ in $(seq 100); do pgrep -x netnsd-spawner >/dev/null || break; sleep 0.1; done
@@ -161,6 +161,6 @@ expect "a sandbox starts under warren-launch (runsc in the read-only namespace)"
 expect "it answers through the gateway" sh -c "curl -fsS --max-time 30 $(sb_url "$id") | grep -q Hello"
 call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Freeze
 expect "frozen under warren-launch" test "$(sbprop "$id" State)" = frozen
-mgr DestroySandbox s "$id" >/dev/null
+warrenctl destroy "$id" >/dev/null
 launch_env stop >/dev/null
 expect "warren-launch stop stopped them" test ! -e "$LAUNCH_RUN/launch/netnsd.loop"
