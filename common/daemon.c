@@ -8,12 +8,19 @@
 #include "ipc.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
 
 void
 daemon_common_init(struct daemon_common *dc, const char *name)
@@ -91,6 +98,51 @@ daemon_listen(struct daemon_common *dc)
 	return fd;
 }
 
+/* One call after lock-down, for the tests: survive and say so (exit 0), or be killed by the
+ * filter (SIGSYS). Each probe is harmless if the filter lets it through: /dev/null, a
+ * namespace the exiting probe leaves at once, a socket closed at exit, TIOCSTI on a socket. */
+static void
+lock_down_probe(const char *probe, int sock)
+{
+	char c = 0;
+	int n = 0;
+	long r;
+	if (!strcmp(probe, "allowed"))
+		r = syscall(SYS_getpid);
+	else if (!strcmp(probe, "forbidden")) /* ptrace is in no daemon's allow-list */
+		r = syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0);
+	else if (!strcmp(probe, "open-read"))
+		r = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
+	else if (!strcmp(probe, "open-update"))
+		r = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_WRONLY | O_CLOEXEC);
+	else if (!strcmp(probe, "open-write"))
+		r = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	else if (!strcmp(probe, "unshare-net"))
+		r = syscall(SYS_unshare, CLONE_NEWNET);
+	else if (!strcmp(probe, "unshare-user"))
+		r = syscall(SYS_unshare, CLONE_NEWUSER);
+	else if (!strcmp(probe, "unshare-mount"))
+		r = syscall(SYS_unshare, CLONE_NEWNS);
+	else if (!strcmp(probe, "ioctl-fionread"))
+		r = syscall(SYS_ioctl, sock, FIONREAD, &n);
+	else if (!strcmp(probe, "ioctl-tiocsti"))
+		r = syscall(SYS_ioctl, sock, TIOCSTI, &c);
+	else if (!strcmp(probe, "socket-unix"))
+		r = syscall(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	else if (!strcmp(probe, "socket-netlink"))
+		r = syscall(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	else if (!strcmp(probe, "socket-inet"))
+		r = syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	else if (!strcmp(probe, "socket-packet"))
+		r = syscall(SYS_socket, AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	else {
+		fprintf(stderr, "unknown --seccomp-probe %s\n", probe);
+		exit(2);
+	}
+	printf("%s survived the filter (returned %ld)\n", probe, r);
+	exit(0);
+}
+
 int
 daemon_lock_down(struct daemon_common *dc, const char *user, const int *caps, size_t n_caps,
 		 const struct seccomp_policy *policy)
@@ -99,6 +151,9 @@ daemon_lock_down(struct daemon_common *dc, const char *user, const int *caps, si
 		int r = seccomp_policy_dump(policy, stdout);
 		exit(r < 0 ? 1 : 0);
 	}
+	int sv[2] = {-1, -1};
+	if (dc->seccomp_probe && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return log_error_errno(-errno, "socketpair: %m");
 	int r = privdrop_apply(user, caps, n_caps);
 	if (r < 0)
 		return r;
@@ -106,14 +161,8 @@ daemon_lock_down(struct daemon_common *dc, const char *user, const int *caps, si
 	if (r < 0)
 		return r;
 	if (dc->seccomp_probe) {
-		if (!strcmp(dc->seccomp_probe, "allowed")) {
-			printf("getpid() = %d under the filter\n", (int)getpid());
-			exit(0);
-		}
-		/* ptrace is in no daemon's allow-list: this must not return. */
-		syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0);
-		fprintf(stderr, "ptrace was allowed\n");
-		exit(1);
+		fflush(stdout);
+		lock_down_probe(dc->seccomp_probe, sv[0]);
 	}
 	return 0;
 }

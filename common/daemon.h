@@ -32,7 +32,9 @@ struct daemon_common {
 	"  --peer-users U,...   users besides root that may connect\n"                             \
 	"  --dump-seccomp       print the seccomp filter and exit\n"                               \
 	"  --seccomp-debug      report a forbidden syscall by name instead of a silent kill\n"     \
-	"  --seccomp-probe allowed|forbidden  make one call after lock-down (tests)\n"             \
+	"  --seccomp-probe P    make one call after lock-down and exit (tests: allowed,\n" \
+	"                       forbidden, open-read|update|write, unshare-net|user|mount,\n" \
+	"                       ioctl-fionread|tiocsti, socket-unix|netlink|inet|packet)\n"             \
 	"  --debug              debug logging\n"
 
 void daemon_common_init(struct daemon_common *dc, const char *name);

@@ -1,20 +1,30 @@
-/* Seccomp allow-list compiler shared by every daemon. Groups are named for the code that needs
- * them; mmap/mprotect never get PROT_EXEC after start-up (argument rule). */
+/* Seccomp allow-list compiler shared by every daemon. Groups are named for what they allow and
+ * mean it: argument rules keep @file-read to read-only opens, and unshare(), ioctl() and
+ * socket() to the flags, requests and families a policy lists; mmap/mprotect never get
+ * PROT_EXEC after start-up. An unknown name fails the build of the filter. */
 #include "seccomp-policy.h"
 #include "log.h"
 #include "macro.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 struct group {
 	const char *name;
 	const char *const *calls;
+	/* open()/openat() are allowed by the group only when these flag bits are all clear;
+	 * OPEN_NONE: the group does not open files. */
+	unsigned long open_forbidden;
 };
+#define OPEN_NONE (~0ul)
+/* O_TMPFILE creates a file too; its own bit is O_TMPFILE without O_DIRECTORY. */
+#define O_CREATING ((unsigned long)(O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY)))
 
 /* What glibc, libevent and protobuf-c need in any daemon. */
 static const char *const g_default[] = {
@@ -23,44 +33,68 @@ static const char *const g_default[] = {
 	"geteuid", "getgid", "getegid", "getgroups", "clock_gettime", "clock_getres", "gettimeofday",
 	"nanosleep", "clock_nanosleep", "futex", "getrandom", "uname", "restart_syscall",
 	"set_robust_list", "rseq", "sched_yield", "prlimit64", "getrlimit", "time", "tgkill", NULL};
+/* I/O on fds already open. ioctl() is not here: each policy lists the requests it uses. */
 static const char *const g_basic_io[] = {"read", "write", "readv", "writev", "pread64",
 					 "pwrite64", "close", "lseek", "fstat", "newfstatat",
 					 "statx", "stat", "lstat", "fcntl", "dup", "dup2", "dup3",
-					 "pipe2", "ioctl", NULL};
+					 "pipe2", NULL};
 static const char *const g_event_loop[] = {"epoll_create1", "epoll_ctl", "epoll_wait",
 					   "epoll_pwait", "poll", "ppoll", "select", "pselect6",
 					   "eventfd2", "timerfd_create", "timerfd_settime", NULL};
-/* Unix sockets for IPC, TCP for the gateway and probes, netlink for netnsd. */
-static const char *const g_ipc[] = {"socket", "socketpair", "connect", "accept", "accept4",
-				    "bind", "listen", "sendmsg", "recvmsg", "sendto", "recvfrom",
-				    "getsockopt", "setsockopt", "getsockname", "getpeername",
-				    "shutdown", NULL};
-static const char *const g_file_read[] = {"openat", "open", "getdents64", "readlink",
-					  "readlinkat", "access", "faccessat", "faccessat2",
-					  "getcwd", "fadvise64", "statfs", "fstatfs", NULL};
-static const char *const g_file_write[] = {"unlink", "unlinkat", "rename", "renameat",
+/* Calls on sockets. socket() and socketpair() are not here: each policy lists its families. */
+static const char *const g_ipc[] = {"connect", "accept", "accept4", "bind", "listen",
+				    "sendmsg", "recvmsg", "sendto", "recvfrom", "getsockopt",
+				    "setsockopt", "getsockname", "getpeername", "shutdown", NULL};
+/* Reading files and directories; open()/openat() read-only (argument rule below). */
+static const char *const g_file_read[] = {"getdents64", "readlink", "readlinkat", "access",
+					  "faccessat", "faccessat2", "getcwd", "fadvise64",
+					  "statfs", "fstatfs", NULL};
+/* Writing to files that exist (cgroup and /proc/sys knobs): open()/openat() for writing but
+ * never creating or truncating. */
+static const char *const g_file_update[] = {NULL};
+/* Creating, changing and removing files: open()/openat() with any flags. */
+static const char *const g_file_write[] = {"creat", "unlink", "unlinkat", "rename", "renameat",
 					   "renameat2", "mkdir", "mkdirat", "rmdir", "fsync",
 					   "fdatasync", "ftruncate", "fallocate", "fchmod",
 					   "fchown", "chmod", "chown", "fchownat", "fchmodat",
 					   "memfd_create", "sync_file_range", "symlink",
 					   "symlinkat", "umask", NULL};
 static const char *const g_process[] = {"kill", "wait4", "waitid", "prctl", "setsid", NULL};
-static const char *const g_namespaces[] = {"setns", "unshare", NULL};
+/* setns() only; unshare() is allowed per policy with the CLONE_NEW* flags it needs. */
+static const char *const g_namespaces[] = {"setns", NULL};
 static const char *const g_swap[] = {"swapon", "swapoff", NULL};
 
 static const struct group groups[] = {
-	{"@default", g_default},       {"@basic-io", g_basic_io}, {"@event-loop", g_event_loop},
-	{"@ipc", g_ipc},               {"@file-read", g_file_read}, {"@file-write", g_file_write},
-	{"@process", g_process},       {"@namespaces", g_namespaces}, {"@swap", g_swap},
+	{"@default", g_default, OPEN_NONE},
+	{"@basic-io", g_basic_io, OPEN_NONE},
+	{"@event-loop", g_event_loop, OPEN_NONE},
+	{"@ipc", g_ipc, OPEN_NONE},
+	{"@file-read", g_file_read, O_WRONLY | O_RDWR | O_CREATING},
+	{"@file-update", g_file_update, O_CREATING},
+	{"@file-write", g_file_write, 0},
+	{"@process", g_process, OPEN_NONE},
+	{"@namespaces", g_namespaces, OPEN_NONE},
+	{"@swap", g_swap, OPEN_NONE},
 };
+
+const char *const seccomp_group_names[] = {
+	"@default", "@basic-io", "@event-loop", "@ipc",	     "@file-read",
+	"@file-update", "@file-write", "@process", "@namespaces", "@swap", NULL};
+
+static const struct group *
+group_find(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(groups); i++)
+		if (!strcmp(groups[i].name, name))
+			return &groups[i];
+	return NULL;
+}
 
 const char *const *
 seccomp_group_syscalls(const char *group)
 {
-	for (size_t i = 0; i < ELEMENTSOF(groups); i++)
-		if (!strcmp(groups[i].name, group))
-			return groups[i].calls;
-	return NULL;
+	const struct group *g = group_find(group);
+	return g ? g->calls : NULL;
 }
 
 static void
@@ -77,12 +111,54 @@ sigsys_report(int sig, siginfo_t *si, void *ctx)
 }
 
 static int
-add_call(scmp_filter_ctx ctx, const char *name)
+add_call(scmp_filter_ctx ctx, const char *policy, const char *name)
 {
 	int nr = seccomp_syscall_resolve_name(name);
-	if (nr == __NR_SCMP_ERROR)
-		return 0; /* not on this architecture */
+	/* A name libseccomp does not know is a typo in a policy, not a missing syscall (a call
+	 * of another architecture resolves to a pseudo number that rule_add accepts). */
+	if (nr == __NR_SCMP_ERROR) {
+		log_error("seccomp policy %s: unknown syscall %s", policy, name);
+		return -EINVAL;
+	}
 	return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+}
+
+/* open(path, flags) has its flags in argument 1, openat(dirfd, path, flags) in argument 2. */
+static int
+add_open(scmp_filter_ctx ctx, unsigned long forbidden)
+{
+	if (forbidden == 0) {
+		int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(open), 0);
+		return r < 0 ? r : seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 0);
+	}
+	int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(open), 1,
+				 SCMP_A1(SCMP_CMP_MASKED_EQ, forbidden, 0));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, forbidden, 0));
+	return r;
+}
+
+/* unshare(), ioctl(), socket(): only what the policy lists. Int arguments are compared in
+ * their low 32 bits, which is all the kernel reads of them. */
+static int
+add_argument_rules(scmp_filter_ctx ctx, const struct seccomp_policy *p)
+{
+	int r = 0;
+	if (p->unshare_flags)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, ~p->unshare_flags & 0xffffffffu, 0));
+	for (const unsigned long *io = p->ioctls; io && *io && r == 0; io++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_EQ, *io));
+	for (const int *f = p->socket_families; f && *f && r == 0; f++) {
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, (unsigned)*f));
+		if (r == 0 && *f == AF_UNIX)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1,
+					     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, AF_UNIX));
+	}
+	return r;
 }
 
 static scmp_filter_ctx
@@ -92,18 +168,28 @@ policy_build(const struct seccomp_policy *p, bool debug)
 	if (!ctx)
 		return NULL;
 	int r = 0;
-	for (const char *const *g = p->groups; g && *g && r == 0; g++) {
-		const char *const *calls = seccomp_group_syscalls(*g);
-		if (!calls) {
-			log_error("seccomp policy %s: unknown group %s", p->name, *g);
+	/* The least restrictive open rule of the policy's groups: one rule per syscall, as
+	 * libseccomp refuses a conditional rule next to an unconditional one. */
+	unsigned long open_forbidden = OPEN_NONE;
+	for (const char *const *gn = p->groups; gn && *gn && r == 0; gn++) {
+		const struct group *g = group_find(*gn);
+		if (!g) {
+			log_error("seccomp policy %s: unknown group %s", p->name, *gn);
 			r = -EINVAL;
 			break;
 		}
-		for (; *calls && r == 0; calls++)
-			r = add_call(ctx, *calls);
+		for (const char *const *calls = g->calls; *calls && r == 0; calls++)
+			r = add_call(ctx, p->name, *calls);
+		if (g->open_forbidden != OPEN_NONE &&
+		    (open_forbidden == OPEN_NONE || (g->open_forbidden & ~open_forbidden) == 0))
+			open_forbidden = g->open_forbidden;
 	}
 	for (const char *const *e = p->extra; e && *e && r == 0; e++)
-		r = add_call(ctx, *e);
+		r = add_call(ctx, p->name, *e);
+	if (r == 0 && open_forbidden != OPEN_NONE)
+		r = add_open(ctx, open_forbidden);
+	if (r == 0)
+		r = add_argument_rules(ctx, p);
 	/* Memory maps, but never executable ones once initialised. */
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
@@ -117,6 +203,16 @@ policy_build(const struct seccomp_policy *p, bool debug)
 		return NULL;
 	}
 	return ctx;
+}
+
+int
+seccomp_policy_check(const struct seccomp_policy *p)
+{
+	scmp_filter_ctx ctx = policy_build(p, false);
+	if (!ctx)
+		return -EINVAL;
+	seccomp_release(ctx);
+	return 0;
 }
 
 int

@@ -233,7 +233,7 @@ main(int argc, char **argv)
 		if (r < 0)
 			return log_error_errno(r, "Failed to set up the pool: %m"), 1;
 	}
-	if (daemon_lock_down(&n.dc, NULL, netnsd_caps, netnsd_n_caps, &netnsd_seccomp) < 0)
+	if (daemon_lock_down(&n.dc, netnsd_user, netnsd_caps, netnsd_n_caps, &netnsd_seccomp) < 0)
 		return 1;
 
 	n.spawner = ipc_client_new(n.dc.base, "spawner", netnsd_spawner_event, spawner_gone, &n);

@@ -40,6 +40,7 @@ void netnsd_pool_available(struct pool *p, void *ud);
 void netnsd_spawner_event(const IpcResponse *ev, void *ud);
 
 /* netnsd-sandbox.c */
+extern const char netnsd_user[];
 extern const int netnsd_caps[];
 extern const unsigned netnsd_n_caps;
 extern const struct seccomp_policy netnsd_seccomp;

@@ -49,9 +49,20 @@ getent passwd warren-vm >/dev/null ||
 		--shell /usr/sbin/nologin --comment "Warren microVM monitors" warren-vm
 # Firecracker starts as warren-vm (it has no -runas) and needs /dev/kvm
 getent group kvm >/dev/null && usermod -aG kvm warren-vm
+# the two privileged helpers switch to their own users after start-up, keeping only the
+# capabilities listed in their *-sandbox.c (docs/ARCHITECTURE.md)
+for u in netnsd snapshotd; do
+	getent group warren-$u >/dev/null || groupadd --system warren-$u
+	getent passwd warren-$u >/dev/null ||
+		useradd --system --gid warren-$u --home-dir /nonexistent --no-create-home \
+			--shell /usr/sbin/nologin --comment "Warren $u helper" warren-$u
+done
 install -d -m 0755 /var/lib/warren /var/lib/warren/templates /var/lib/warren/vm /run/warren
 install -d -m 0700 -o warren -g warren /var/lib/warren/state
-install -d -m 0700 /var/lib/warren/images
+# snapshotd's store and reclaim swap file, its own (images written before 0.3 were root's)
+install -d -m 0700 -o warren-snapshotd -g warren-snapshotd /var/lib/warren/images \
+	/var/lib/warren/reclaim
+chown -R warren-snapshotd:warren-snapshotd /var/lib/warren/images
 install -D -m 0644 units/org.warren.Warren1.conf /etc/dbus-1/system.d/org.warren.Warren1.conf
 install -d /usr/local/lib/systemd/system /usr/local/lib/sysusers.d /usr/local/lib/tmpfiles.d
 install -m 0644 units/*.service units/*.socket /usr/local/lib/systemd/system/

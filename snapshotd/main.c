@@ -3,6 +3,7 @@
  * its seccomp allow-list and serves the supervisor. */
 #include "log.h"
 #include "notify.h"
+#include "privdrop.h"
 #include "snapshotd.h"
 
 #include <errno.h>
@@ -110,7 +111,15 @@ main(int argc, char **argv)
 	if (lfd < 0)
 		return 1;
 	bool root = geteuid() == 0;
-	if (daemon_lock_down(&s.dc, NULL, snapshotd_caps, root ? snapshotd_n_caps : 0,
+	/* The store becomes its own user's, so the images it writes after the drop are too. */
+	uid_t uid;
+	gid_t gid;
+	if (root && s.store_fd >= 0 && privdrop_lookup_user(snapshotd_user, &uid, &gid) == 0 &&
+	    fchown(s.store_fd, uid, gid) < 0)
+		return log_error_errno(-errno, "chown %s: %m", s.store_dir), 1;
+	/* From root (the tests' harness) it switches itself; under the unit or warren-launch it
+	 * starts as its user with the capabilities ambient, and privdrop checks that. */
+	if (daemon_lock_down(&s.dc, snapshotd_user, snapshotd_caps, snapshotd_n_caps,
 			     &snapshotd_seccomp) < 0)
 		return 1;
 	struct ipc_server_config cfg = {.name = "snapshotd",

@@ -1,13 +1,22 @@
-/* warren-snapshotd's confinement: the capabilities it keeps and its seccomp allow-list. */
+/* warren-snapshotd's confinement: the user it switches to, the capabilities it keeps and its
+ * seccomp allow-list. */
 #include <linux/capability.h>
+#include <sys/socket.h>
 
 #include "snapshotd.h"
 
+const char snapshotd_user[] = "warren-snapshotd";
+
 const int snapshotd_caps[] = {
-	CAP_SYS_ADMIN, /* swapon/swapoff of the reclaim swap file */
+	CAP_SYS_ADMIN,	  /* swapon/swapoff of the reclaim swap file (reclaim.c) */
+	CAP_DAC_OVERRIDE, /* reclaim: the sandbox's memory.force_empty / memory.reclaim are
+			   * runsc's (root, 0200/0644); zswap's parameters in /sys/module */
 };
 const unsigned snapshotd_n_caps = sizeof snapshotd_caps / sizeof snapshotd_caps[0];
 
-static const char *const groups[] = {"@default", "@basic-io", "@event-loop", "@ipc", "@file-read",
-				     "@file-write", "@swap", NULL};
-const struct seccomp_policy snapshotd_seccomp = {.name = "snapshotd", .groups = groups};
+/* AF_UNIX: IPC and sd_notify; no ioctl(), no unshare() */
+static const int families[] = {AF_UNIX, 0};
+static const char *const groups[] = {"@default", "@basic-io",	"@event-loop", "@ipc",
+				     "@file-read", "@file-write", "@swap",	NULL};
+const struct seccomp_policy snapshotd_seccomp = {
+	.name = "snapshotd", .groups = groups, .socket_families = families};

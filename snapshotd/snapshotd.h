@@ -43,6 +43,7 @@ void store_list_free(Warren__V1__ListImagesResponse *out);
 
 extern const struct ipc_handler snapshotd_handlers[];
 extern const unsigned snapshotd_n_handlers;
+extern const char snapshotd_user[];
 extern const int snapshotd_caps[];
 extern const unsigned snapshotd_n_caps;
 extern const struct seccomp_policy snapshotd_seccomp;

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Each daemon's seccomp allow-list: an allowed call works after lock-down, a forbidden one
-# kills the process (SIGSYS); --seccomp-debug names it; --dump-seccomp prints the filter.
+# kills the process (SIGSYS); --seccomp-debug names it; --dump-seccomp prints the filter with
+# its argument rules. Every rule of every filter: test-attack-containment.sh.
 source "$(dirname "$0")/lib.sh"
 for d in netnsd snapshotd gateway supervisor; do
 	bin=$LIBEXEC/warren-$d
@@ -25,3 +26,13 @@ expect "daemons serve under their filters" helpers_up
 for p in $PID_netnsd $PID_snapshotd; do
 	expect "pid $p runs with a seccomp filter" grep -qE "^Seccomp:\s+2" "/proc/$p/status"
 done
+# argument rules are in the compiled filters: netnsd opens only without O_CREAT|O_TRUNC|O_TMPFILE
+# (and @file-read alone also without O_WRONLY|O_RDWR: tests/unit/test-seccomp.c), unshare only
+# CLONE_NEWNET; the gateway opens no file at all
+"$LIBEXEC/warren-netnsd" --dump-seccomp >"$T/pfc"
+expect "netnsd: openat only with O_CREAT|O_TRUNC|O_TMPFILE clear" \
+	sh -c "grep -A3 '\"openat\"' $T/pfc | grep -q '& 0x00400240 == 0'"
+expect "netnsd: unshare only with CLONE_NEWNET" \
+	sh -c "grep -A3 '\"unshare\"' $T/pfc | grep -q '& 0xbfffffff == 0'"
+"$LIBEXEC/warren-gateway" --dump-seccomp >"$T/pfc"
+expect "gateway: no open or openat rule" sh -c "! grep -qE '\"open(at)?\"' $T/pfc"
