@@ -318,3 +318,12 @@ ipc_status_init(Warren__V1__StatusResponse *st, const char *daemon, bool ready)
 	st->version = (char *)WARREN_VERSION;
 	st->ready = ready;
 }
+
+int
+ipc_call_violation(struct ipc_call *call, int error, const char *what)
+{
+	struct ipc_peer *p = peer_find(call->server, call->peer_serial);
+	if (p)
+		peer_violation(p, call->id, error < 0 ? error : -error, what);
+	return 0;
+}

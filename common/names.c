@@ -58,3 +58,44 @@ path_is_inside(const char *path, const char *dir)
 	size_t n = strlen(dir);
 	return strncmp(path, dir, n) == 0 && path[n] == '/' && path[n + 1] != 0;
 }
+
+bool
+tag_name_valid(const char *tag)
+{
+	return template_name_valid(tag);
+}
+
+bool
+tag_reserved(const char *tag)
+{
+	return tag && !strncmp(tag, TAG_WARM_PREFIX, strlen(TAG_WARM_PREFIX));
+}
+
+int
+string_check(const char *s, size_t max, size_t *bad_at)
+{
+	if (!s)
+		return -EINVAL;
+	/* strnlen: a 100 KiB string is not walked to its end to be refused */
+	size_t n = strnlen(s, max + 1);
+	if (n > max)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		/* C1 controls are U+0080..U+009F, in UTF-8 0xC2 0x80..0x9F */
+		bool c1 = c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+			  (unsigned char)s[i + 1] <= 0x9f;
+		if (c < 0x20 || c == 0x7f || c1) {
+			if (bad_at)
+				*bad_at = i;
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+bool
+string_valid(const char *s, size_t max)
+{
+	return string_check(s, max, NULL) == 0;
+}

@@ -9,6 +9,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "image-header.h"
 #include "names.h"
 #include "snapshotd.h"
 
@@ -19,14 +20,28 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#define HEADER "warren-image"
-#define FORMAT 1
+#define HEADER IMAGE_HEADER_NAME
+#define FORMAT IMAGE_HEADER_FORMAT
 
-static bool
-temp_name_valid(const char *name)
+/* Exactly what image_prepare makes: .tmp.<tag>.<8 hex digits>. An abort or commit names one
+ * of these and nothing else in the store. */
+bool
+image_temp_name_valid(const char *name)
 {
-	return !strncmp(name, ".tmp.", 5) && !strchr(name, '/') && strlen(name) < 80 &&
-	       strcmp(name, ".tmp.");
+	size_t n = name ? strnlen(name, 80) : 0;
+	if (n < 5 + 1 + 9 || n >= 80 || strncmp(name, ".tmp.", 5))
+		return false;
+	const char *hex = name + n - 8;
+	if (hex[-1] != '.')
+		return false;
+	for (int i = 0; i < 8; i++)
+		if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f')))
+			return false;
+	char tag[80];
+	size_t tn = (size_t)(hex - 1 - (name + 5));
+	memcpy(tag, name + 5, tn);
+	tag[tn] = 0;
+	return tag_name_valid(tag);
 }
 
 static int
@@ -106,7 +121,7 @@ verified_remember(const struct stat *st, uint64_t hash)
 int
 image_prepare(struct snapshotd *s, const char *tag, char *temp, size_t size, int *dirfd)
 {
-	if (!template_name_valid(tag))
+	if (!tag_name_valid(tag))
 		return -EINVAL;
 	struct stat st;
 	if (fstatat(s->store_fd, tag, &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -123,7 +138,7 @@ image_prepare(struct snapshotd *s, const char *tag, char *temp, size_t size, int
 int
 image_abort(struct snapshotd *s, const char *temp)
 {
-	if (!temp_name_valid(temp))
+	if (!image_temp_name_valid(temp))
 		return -EINVAL;
 	char path[600];
 	snprintf(path, sizeof path, "%s/%s", s->store_dir, temp);
@@ -133,7 +148,7 @@ image_abort(struct snapshotd *s, const char *temp)
 int
 image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint64_t *total)
 {
-	if (!temp_name_valid(q->temp_name) || !template_name_valid(q->tag) ||
+	if (!image_temp_name_valid(q->temp_name) || !tag_name_valid(q->tag) ||
 	    (q->backend[0] && strcmp(q->backend, "gvisor") && strcmp(q->backend, "microvm")) ||
 	    (q->parent[0] && !sandbox_id_valid(q->parent)) ||
 	    (q->template_name[0] && !template_name_valid(q->template_name)))
@@ -168,6 +183,13 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 	while (d && (de = readdir(d)) && r == 0) {
 		if (de->d_name[0] == '.' || !strcmp(de->d_name, HEADER))
 			continue;
+		/* a name the header cannot hold as one plain word is refused, not written: the
+		 * files were written by the spawner, which is not trusted with the header */
+		if (!image_file_name_valid(de->d_name)) {
+			log_warning("Image %s: a file name is not [A-Za-z0-9._-]; refused", q->tag);
+			r = -EINVAL;
+			break;
+		}
 		uint64_t size, hash;
 		r = file_checksum(dfd, de->d_name, &size, &hash);
 		if (r == 0) {
@@ -199,79 +221,77 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 	return r;
 }
 
-struct header {
-	Warren__V1__ImageInfo *info;
-	int dirfd;
-	int files;
-	int bad;
-	bool verify;
-};
-
-static int
-header_kv(const char *k, const char *v, void *ud)
+/* Check each file the header lists: size always, checksum with verify. */
+static bool
+header_files_ok(const struct image_header *h, int dfd, bool verify)
 {
-	struct header *h = ud;
-	static char parent[64], tmpl[64];
-	if (!strcmp(k, "format") && atoi(v) != FORMAT)
-		h->bad = 1;
-	else if (!strcmp(k, "created"))
-		h->info->created_usec = strtoull(v, NULL, 10);
-	else if (!strcmp(k, "parent")) {
-		snprintf(parent, sizeof parent, "%s", v);
-		h->info->parent = strdup(parent);
-	} else if (!strcmp(k, "template")) {
-		snprintf(tmpl, sizeof tmpl, "%s", v);
-		h->info->template_name = strdup(tmpl);
-	} else if (!strcmp(k, "backend")) {
-		h->info->backend = (char *)(!strcmp(v, "microvm") ? "microvm" : "gvisor");
-	} else if (!strcmp(k, "compression"))
-		h->info->compressed = strcmp(v, "none") != 0;
-	else if (!strcmp(k, "file")) {
-		char name[256];
-		unsigned long long size, hash;
-		if (sscanf(v, "%255s %llu %llx", name, &size, &hash) != 3 || strchr(name, '/')) {
-			h->bad = 1;
-			return 0;
-		}
-		h->files++;
-		h->info->size += size;
-		if (h->verify) {
-			if (!verified_file(h->dirfd, name, size, hash))
-				h->bad = 1;
+	for (size_t i = 0; i < h->n_files; i++) {
+		const struct image_file *f = &h->files[i];
+		if (verify) {
+			if (!verified_file(dfd, f->name, f->size, f->hash))
+				return false;
 		} else {
 			struct stat st;
-			if (fstatat(h->dirfd, name, &st, 0) < 0 || (uint64_t)st.st_size != size)
-				h->bad = 1;
+			if (fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->size)
+				return false;
 		}
 	}
-	return 0;
+	return true;
 }
 
-/* Read (and with verify, check every checksum of) a tag's header. */
+/* Read (and with verify, check every checksum of) a tag's header. info is initialised before
+ * anything can fail, so a caller frees it whatever this returns. */
 int
 image_read(struct snapshotd *s, const char *tag, bool verify, Warren__V1__ImageInfo *info,
 	   int *dirfd_out)
 {
-	if (!template_name_valid(tag))
-		return -EINVAL;
 	warren__v1__image_info__init(info);
-	info->parent = info->template_name = (char *)"";
+	info->name = info->parent = info->template_name = (char *)"";
 	info->backend = (char *)"gvisor";
-	int dfd = openat(s->store_fd, tag, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (!tag_name_valid(tag))
+		return -EINVAL;
+	_cleanup_close_ int dfd =
+		openat(s->store_fd, tag, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0)
 		return -errno;
-	char path[700];
-	snprintf(path, sizeof path, "%s/%s/" HEADER, s->store_dir, tag);
-	struct header h = {.info = info, .dirfd = dfd, .verify = verify};
-	int r = file_read_kv(path, header_kv, &h);
-	if (r == 0 && (h.bad || h.files == 0))
-		r = -EBADMSG;
+	_cleanup_close_ int hfd = openat(dfd, HEADER, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (hfd < 0)
+		return errno == ENOENT ? -EBADMSG : -errno;
+	static char buf[IMAGE_HEADER_MAX_BYTES + 1];
+	size_t len = 0;
+	for (;;) {
+		ssize_t k = read(hfd, buf + len, sizeof buf - len);
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		len += (size_t)k;
+		if (len == sizeof buf)
+			break;
+	}
+	static struct image_header h;
+	char why[128];
+	int r = image_header_parse(buf, len, &h, why, sizeof why);
+	if (r < 0) {
+		log_warning("Image %s: bad header: %s", tag, why);
+		return r;
+	}
+	if (!header_files_ok(&h, dfd, verify))
+		return -EBADMSG;
 	info->name = strdup(tag);
-	if (r < 0 || !dirfd_out)
-		close(dfd);
-	else
-		*dirfd_out = dfd;
-	return r;
+	info->parent = h.parent[0] ? strdup(h.parent) : (char *)"";
+	info->template_name = h.template_name[0] ? strdup(h.template_name) : (char *)"";
+	info->backend = (char *)h.backend;
+	info->compressed = h.compressed;
+	info->created_usec = h.created_usec;
+	for (size_t i = 0; i < h.n_files; i++)
+		info->size += h.files[i].size;
+	if (!info->name || !info->parent || !info->template_name)
+		return -ENOMEM;
+	if (dirfd_out)
+		*dirfd_out = TAKE_FD(dfd);
+	return 0;
 }
 
 /* Strings are either strdup'd or protobuf-c's / our static "" (never freed). */
@@ -289,7 +309,7 @@ image_info_free(Warren__V1__ImageInfo *info)
 int
 image_remove(struct snapshotd *s, const char *tag)
 {
-	if (!template_name_valid(tag))
+	if (!tag_name_valid(tag))
 		return -EINVAL;
 	struct stat st;
 	if (fstatat(s->store_fd, tag, &st, AT_SYMLINK_NOFOLLOW) < 0)

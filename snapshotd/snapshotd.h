@@ -24,6 +24,8 @@ int image_read(struct snapshotd *s, const char *tag, bool verify, Warren__V1__Im
 void image_info_free(Warren__V1__ImageInfo *info);
 int image_remove(struct snapshotd *s, const char *tag);
 void image_clean_temporaries(struct snapshotd *s);
+/* .tmp.<tag>.<8 hex>: a directory image_prepare made */
+bool image_temp_name_valid(const char *name);
 
 /* compress.c */
 int disk_speed(struct snapshotd *s, bool remeasure, unsigned *mbps);
@@ -41,6 +43,8 @@ int store_open(const char *dir);
 int store_list(struct snapshotd *s, Warren__V1__ListImagesResponse *out);
 void store_list_free(Warren__V1__ListImagesResponse *out);
 
+/* snapshotd-dispatch.c: NULL when every field of req may be acted on, else what is wrong */
+const char *snapshotd_request_invalid(const IpcRequest *req);
 extern const struct ipc_handler snapshotd_handlers[];
 extern const unsigned snapshotd_n_handlers;
 extern const char snapshotd_user[];

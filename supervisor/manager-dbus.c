@@ -3,6 +3,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "dbus-input.h"
 #include "supervisor.h"
 
 #include <string.h>
@@ -21,6 +22,9 @@ backend_served(struct supervisor *s, const char *backend)
 static int
 method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	struct supervisor *s = ud;
 	const char *name;
 	int r = sd_bus_message_read(m, "s", &name);
@@ -77,6 +81,9 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 static int
 method_list_sandboxes(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	struct supervisor *s = ud;
 	sd_bus_message *reply = NULL;
 	int r = sd_bus_message_new_method_return(m, &reply);
@@ -96,6 +103,9 @@ method_list_sandboxes(sd_bus_message *m, void *ud, sd_bus_error *err)
 static int
 method_list_templates(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	struct supervisor *s = ud;
 	sd_bus_message *reply = NULL;
 	int r = sd_bus_message_new_method_return(m, &reply);
@@ -119,6 +129,9 @@ method_list_templates(sd_bus_message *m, void *ud, sd_bus_error *err)
 static int
 method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	struct supervisor *s = ud;
 	const char *name, *rootfs;
 	char **argv = NULL;
@@ -180,6 +193,9 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 static int
 method_remove_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	const char *name;
 	int r = sd_bus_message_read(m, "s", &name);
 	if (r < 0)
@@ -191,6 +207,9 @@ method_remove_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 static int
 method_setup_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	uint64_t swap;
 	int zswap;
 	const char *compressor;
@@ -198,6 +217,12 @@ method_setup_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
 	int r = sd_bus_message_read(m, "tbsu", &swap, &zswap, &compressor, &pool);
 	if (r < 0)
 		return r;
+	if (strlen(compressor) > 32 ||
+	    strspn(compressor, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(compressor))
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "Compressor '%s' is not a zswap compressor name (a-z, 0-9, "
+					 "'-', at most 32)",
+					 compressor);
 	r = reclaim_setup_call(ud, m, swap, zswap, compressor, pool, false);
 	if (r < 0)
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));
@@ -207,6 +232,9 @@ method_setup_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
 static int
 method_undo_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	int r = reclaim_setup_call(ud, m, 0, false, "", 0, true);
 	if (r < 0)
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));

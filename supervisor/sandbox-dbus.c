@@ -4,6 +4,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "dbus-input.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -48,6 +49,9 @@ sandbox_node_enumerator(sd_bus *bus, const char *path, void *ud, char ***nodes, 
 static int
 method_destroy(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	struct sandbox *sb = ud;
 	sandbox_destroy(sb);
 	return sd_bus_reply_method_return(m, "");
@@ -56,6 +60,9 @@ method_destroy(sd_bus_message *m, void *ud, sd_bus_error *err)
 static int
 method_exec(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	struct sandbox *sb = ud;
 	_cleanup_free_ char **argv = NULL;
 	int r = sd_bus_message_read_strv(m, &argv);
@@ -85,6 +92,9 @@ method_exec(sd_bus_message *m, void *ud, sd_bus_error *err)
 static int
 method_freeze(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	struct sandbox *sb = ud;
 	bool freeze = !strcmp(sd_bus_message_get_member(m), "Freeze");
 	enum sandbox_state need = freeze ? SANDBOX_RUNNING : SANDBOX_FROZEN;

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "log.h"
 #include "macro.h"
+#include "dbus-input.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -147,13 +148,17 @@ fork_start(sd_bus_message *m, const char *tag, unsigned count)
 int
 method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	const char *tag;
 	uint32_t count;
 	int r = sd_bus_message_read(m, "su", &tag, &count);
 	if (r < 0)
 		return r;
-	if (!template_name_valid(tag))
-		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Bad tag name '%s'", tag);
+	r = dbus_input_user_tag(tag, err);
+	if (r < 0)
+		return r;
 	if (count < 1 || count > 200)
 		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
 	r = fork_start(m, tag, count);
@@ -388,8 +393,14 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 int
 method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	const char *tag;
 	int r = sd_bus_message_read(m, "s", &tag);
+	if (r < 0)
+		return r;
+	r = dbus_input_user_tag(tag, err);
 	if (r < 0)
 		return r;
 	return snapshot_start(ud, m, tag, 0, false, err);
@@ -398,9 +409,15 @@ method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
 int
 method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	const char *id, *tag;
 	uint32_t count;
 	int r = sd_bus_message_read(m, "ssu", &id, &tag, &count);
+	if (r < 0)
+		return r;
+	r = dbus_input_user_tag(tag, err);
 	if (r < 0)
 		return r;
 	struct sandbox *sb = sandbox_find(sup, id);
@@ -443,6 +460,9 @@ list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 int
 method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	Warren__V1__ListImagesRequest q = WARREN__V1__LIST_IMAGES_REQUEST__INIT;
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	req.body_case = WARREN__V1__REQUEST__BODY_LIST_IMAGES;
@@ -474,12 +494,20 @@ remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 int
 method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
 	const char *tag;
 	int r = sd_bus_message_read(m, "s", &tag);
 	if (r < 0)
 		return r;
-	if (!template_name_valid(tag))
-		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Bad tag name '%s'", tag);
+	/* A warm template's image may be dropped (the next create takes it again), and only that:
+	 * any other warm- name is refused like a Snapshot to it would be. */
+	if (!tag_reserved(tag) || !warm_tag_owner(tag)) {
+		r = dbus_input_user_tag(tag, err);
+		if (r < 0)
+			return r;
+	}
 	for (struct sandbox *sb = sup->sandboxes; sb; sb = sb->next)
 		if (sb->spawning && !strcmp(sb->restoring_tag, tag))
 			return sd_bus_error_setf(err, ERR("TagBusy"),

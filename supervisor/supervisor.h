@@ -150,6 +150,7 @@ int warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, con
 void warm_sandbox_ready(struct sandbox *sb);
 void warm_done(const char *template_name, const char *backend, bool ok);
 void warm_tag(const char *template_name, const char *backend, char *tag, size_t size);
+struct template *warm_tag_owner(const char *tag);
 int snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned fork_count,
 		   bool discard_parent, sd_bus_error *err);
 int sandbox_destroy(struct sandbox *sb);

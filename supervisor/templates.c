@@ -2,6 +2,7 @@
  * persisted under <state-dir>/templates/<name>. Validated here for a friendly error; netnsd
  * validates again before it starts anything. */
 #include "fileio.h"
+#include "template-record.h"
 #include "log.h"
 #include "macro.h"
 #include "supervisor.h"
@@ -49,56 +50,92 @@ template_link(struct supervisor *s, struct template *t)
 	*pp = t;
 }
 
+/* The record's view of a template (its strings borrowed, never freed through it). */
+static struct template_record
+template_to_record(const struct template *t)
+{
+	return (struct template_record){.rootfs = t->rootfs,
+					.argv = t->argv,
+					.argc = t->argc,
+					.port = t->port,
+					.memory_limit = t->memory_limit,
+					.allow_outbound = t->allow_outbound,
+					.idle_ms = t->idle_ms,
+					.warm = t->warm,
+					.standby = t->standby};
+}
+
 static int
 template_save(struct supervisor *s, struct template *t)
 {
 	char path[512];
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	fprintf(f,
-		"rootfs=%s\nport=%u\nmemory=%llu\nallow_outbound=%d\nidle_ms=%u\nwarm=%d\n"
-		"standby=%u\n",
-		t->rootfs, t->port, (unsigned long long)t->memory_limit, t->allow_outbound, t->idle_ms,
-		t->warm, t->standby);
-	for (size_t i = 0; i < t->argc; i++)
-		fprintf(f, "arg=%s\n", t->argv[i]);
-	fclose(f);
+	struct template_record rec = template_to_record(t);
+	int r = template_record_format(&rec, &buf, &len);
+	if (r < 0)
+		return r;
 	snprintf(path, sizeof path, "%s/templates/%s", s->state_dir, t->name);
-	int r = file_write_atomic(path, buf, len, 0644, true);
+	r = file_write_atomic(path, buf, len, 0644, true);
 	free(buf);
 	return r;
 }
 
-struct loading {
-	struct template *t;
-};
-
-static int
-template_kv(const char *k, const char *v, void *ud)
+/* A warm template's images are tagged warm-<name> and warm-<name>-vm: both must be valid tags
+ * (a name of 25+ characters makes a tag snapshotd refuses). */
+static bool
+template_warm_tags_valid(const char *name)
 {
-	struct template *t = ud;
-	if (!strcmp(k, "rootfs")) {
-		free(t->rootfs);
-		t->rootfs = strdup(v);
-	} else if (!strcmp(k, "port"))
-		t->port = (unsigned)atoi(v);
-	else if (!strcmp(k, "memory"))
-		t->memory_limit = strtoull(v, NULL, 10);
-	else if (!strcmp(k, "allow_outbound"))
-		t->allow_outbound = atoi(v) != 0;
-	else if (!strcmp(k, "idle_ms"))
-		t->idle_ms = (uint32_t)strtoul(v, NULL, 10);
-	else if (!strcmp(k, "warm"))
-		t->warm = atoi(v) != 0;
-	else if (!strcmp(k, "standby"))
-		t->standby = (unsigned)strtoul(v, NULL, 10);
-	else if (!strcmp(k, "arg")) {
-		t->argv = realloc(t->argv, (t->argc + 2) * sizeof *t->argv);
-		t->argv[t->argc++] = strdup(v);
-		t->argv[t->argc] = NULL;
+	static const char *const backends[] = {"gvisor", "microvm"};
+	for (size_t i = 0; i < ELEMENTSOF(backends); i++) {
+		char tag[64];
+		warm_tag(name, backends[i], tag, sizeof tag);
+		if (!tag_name_valid(tag))
+			return false;
 	}
-	return 0;
+	return true;
+}
+
+/* Read and re-check a saved record: one that is not exactly what template_save writes is
+ * refused whole, with a log line, never half-applied. */
+static struct template *
+template_load_one(struct supervisor *s, const char *dir, const char *name)
+{
+	char path[800];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r = file_read_all(path, &buf, &len);
+	if (r < 0) {
+		log_warning_errno(r, "Ignoring unreadable template %s: %m", path);
+		return NULL;
+	}
+	struct template_record rec;
+	char why[200];
+	if (template_record_parse(buf, len, &rec, why, sizeof why) < 0) {
+		log_warning("Ignoring template %s: its record is not valid (%s)", path, why);
+		return NULL;
+	}
+	if (!path_is_inside(rec.rootfs, s->templates_dir) ||
+	    (rec.warm && !template_warm_tags_valid(name))) {
+		log_warning("Ignoring template %s: its root filesystem is not inside %s, or it is "
+			    "warm with a name longer than 24 characters",
+			    path, s->templates_dir);
+		template_record_clear(&rec);
+		return NULL;
+	}
+	struct template *t = calloc(1, sizeof *t);
+	memcpy(t->name, name, strnlen(name, sizeof t->name - 1)); /* a valid name: <= 32 */
+	t->rootfs = rec.rootfs;
+	t->argv = rec.argv;
+	t->argc = rec.argc;
+	t->port = rec.port;
+	t->memory_limit = rec.memory_limit;
+	t->allow_outbound = rec.allow_outbound;
+	t->idle_ms = rec.idle_ms;
+	t->warm = rec.warm;
+	t->standby = rec.standby;
+	return t;
 }
 
 int
@@ -123,16 +160,9 @@ templates_load(struct supervisor *s)
 	while ((de = readdir(d))) {
 		if (!template_name_valid(de->d_name) || template_find(s, de->d_name))
 			continue;
-		static const char *const none[] = {NULL};
-		struct template *t = template_new(de->d_name, "", none, 0, 0, false);
-		char path[800];
-		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-		if (file_read_kv(path, template_kv, t) < 0 || !t->argc) {
-			log_warning("Ignoring unreadable template %s", path);
-			template_free(t);
-			continue;
-		}
-		template_link(s, t);
+		struct template *t = template_load_one(s, dir, de->d_name);
+		if (t)
+			template_link(s, t);
 	}
 	closedir(d);
 	return 0;
@@ -163,9 +193,16 @@ template_add(struct supervisor *s, struct template *t, sd_bus_error *err)
 		return sd_bus_error_setf(err, ERR("InvalidArgument"),
 					 "Memory limit must be between 16 MiB and the host's %llu MiB",
 					 (unsigned long long)(mem >> 20));
-	if (t->argc == 0 || t->argc > 64 || !t->argv[0][0])
+	if (t->warm && !template_warm_tags_valid(t->name))
 		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "The command must have 1-64 arguments");
+					 "A warm template's name is at most 24 characters (its images "
+					 "are tagged warm-<name> and warm-<name>-vm); '%s' has %zu",
+					 t->name, strlen(t->name));
+	struct template_record rec = template_to_record(t);
+	char why[200];
+	if (template_record_check(&rec, why, sizeof why) < 0)
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Template %s: %s", t->name,
+					 why);
 	free(t->rootfs);
 	t->rootfs = strdup(real);
 	int r = template_save(s, t);

@@ -26,6 +26,21 @@ warm_tag(const char *template_name, const char *backend, char *tag, size_t size)
 	snprintf(tag, size, "warm-%s%s", template_name, strcmp(backend, "microvm") ? "" : "-vm");
 }
 
+/* The template whose warm image tag is (for either backend), or NULL. */
+struct template *
+warm_tag_owner(const char *tag)
+{
+	static const char *const backends[] = {"gvisor", "microvm"};
+	for (struct template *t = sup->templates; t; t = t->next)
+		for (size_t i = 0; t->warm && i < ELEMENTSOF(backends); i++) {
+			char own[64];
+			warm_tag(t->name, backends[i], own, sizeof own);
+			if (!strcmp(own, tag))
+				return t;
+		}
+	return NULL;
+}
+
 static unsigned
 warm_bit(const char *backend)
 {
@@ -106,6 +121,24 @@ standby_refill(struct template *t, const char *backend, int image_fd, const char
 			return;
 }
 
+/* The image snapshotd opened under a warm tag was taken from this template on this backend. */
+static bool
+warm_image_matches(const IpcResponse *resp, const struct template *t, const char *backend)
+{
+	const Warren__V1__ImageInfo *im =
+		resp && resp->body_case == WARREN__V1__RESPONSE__BODY_OPEN_IMAGE && resp->open_image
+			? resp->open_image->image
+			: NULL;
+	if (im && im->template_name && !strcmp(im->template_name, t->name) && im->backend &&
+	    !strcmp(im->backend, backend))
+		return true;
+	log_warning("Template %s: the image under its warm tag was taken from template '%s' on "
+		    "'%s', not from it on %s; not restored",
+		    t->name, im && im->template_name ? im->template_name : "?",
+		    im && im->backend ? im->backend : "?", backend);
+	return false;
+}
+
 static void
 warm_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
@@ -115,7 +148,7 @@ warm_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	int k = 0;
 	if (!c->m) {
 		/* only refilling the standby sandboxes */
-		if (t && r == 0 && n_fds == 1) {
+		if (t && r == 0 && n_fds == 1 && warm_image_matches(resp, t, c->backend)) {
 			char tag[64];
 			warm_tag(t->name, c->backend, tag, sizeof tag);
 			standby_refill(t, c->backend, fds[0], tag);
@@ -123,7 +156,12 @@ warm_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	} else if (!t)
 		k = sd_bus_error_setf(&e, ERR("NoSuchTemplate"), "Template %s was removed",
 				      c->template_name);
-	else if (r == 0 && n_fds == 1) {
+	else if (r == 0 && n_fds == 1 && !warm_image_matches(resp, t, c->backend)) {
+		/* an image under this template's warm tag that is not its own: never restored into
+		 * its sandboxes; this create starts cold and the image stays for an operator */
+		k = sandbox_create(sup, c->m, t, c->backend, c->pool_timeout_ms,
+				   c->start_timeout_ms, c->wait, &e);
+	} else if (r == 0 && n_fds == 1) {
 		char tag[64];
 		warm_tag(t->name, c->backend, tag, sizeof tag);
 		k = sandbox_create_restoring(sup, c->m, t, c->backend, c->pool_timeout_ms,
@@ -164,6 +202,12 @@ warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, const c
 	c->wait = wait;
 	char tag[64];
 	warm_tag(t->name, backend, tag, sizeof tag);
+	/* AddTemplate and the load refuse warm names too long for a tag; never ask snapshotd
+	 * for one it must refuse */
+	if (!tag_name_valid(tag)) {
+		warm_open_done(NULL, -EINVAL, NULL, 0, c);
+		return 1;
+	}
 	if (image_open_call(tag, 30000, warm_open_done, c) < 0)
 		warm_open_done(NULL, -ENOTCONN, NULL, 0, c);
 	return 1;

@@ -14,7 +14,8 @@
  *                       (netnsd: claim a slot, restore a new sandbox ID from DIR's fd in it,
  *                        release the slot again; prints the restore's answer)
  *   ipc-poke SOCKET exec ID TIMEOUT_MS ARGV...
- *                       (netnsd: prints "status S out BYTES err BYTES" and stderr's last line) */
+ *                       (netnsd: prints "status S out BYTES err BYTES" and stderr's last line)
+ *   ipc-poke SOCKET snap-...                 (snapshotd requests: see snapshotd_poke below) */
 #include "ipc.h"
 
 #include <errno.h>
@@ -384,6 +385,215 @@ main(int argc, char **argv)
 		       (long long)se.st_size, tail);
 		return 0;
 	}
+	int snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv);
+	if (!strncmp(mode, "snap-", 5))
+		return snapshotd_poke(fd, &req, argc, argv);
 	fprintf(stderr, "unknown mode %s\n", mode);
+	return 2;
+}
+
+/* ---- snapshotd requests, as a (possibly compromised) supervisor would send them ----
+ *   snap-list                      ListImages: "ok NAME..." 
+ *   snap-open TAG                  OpenImage: "ok TEMPLATE BACKEND FDS"
+ *   snap-prepare TAG               PrepareImage: "ok TEMP FDS" (the directory is left)
+ *   snap-take TAG TEMPLATE BACKEND prepare, write a file through the fd, commit (positive path)
+ *   snap-commit TEMP TAG [PARENT [TEMPLATE [BACKEND]]]
+ *   snap-remove TAG | snap-abort TEMP
+ *   snap-fds N dev|dir TAG         OpenImage declaring and carrying N fds (/dev/null or /)
+ *   snap-big tag|temp|parent|template|backend|compressor SIZE
+ *                                  a field of SIZE bytes ("a" repeated)
+ * Every mode prints "dropped" when snapshotd hung up, "error N MESSAGE" for an error reply. */
+static int
+snap_send(int fd, IpcRequest *req, const int *fds, size_t n_fds)
+{
+	req->n_fds = (uint32_t)n_fds;
+	int r = ipc_send(fd, &req->base, fds, n_fds);
+	if (r < 0) {
+		printf("send failed %s\n", strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
+/* Await one reply: 0 with *resp, or 1 after printing what happened instead. */
+static int
+snap_reply(int fd, IpcResponse **resp, int *fds, size_t *n)
+{
+	int r = await(fd, resp, fds, n);
+	if (r == -ECONNRESET) {
+		printf("dropped\n");
+		return 1;
+	}
+	if (r < 0) {
+		printf("failed %s\n", strerror(-r));
+		return 1;
+	}
+	if ((*resp)->error) {
+		printf("error %d %s\n", (*resp)->error, (*resp)->message);
+		return 1;
+	}
+	return 0;
+}
+
+static char *
+snap_big(size_t n)
+{
+	char *s = malloc(n + 1);
+	memset(s, 'a', n);
+	s[n] = 0;
+	return s;
+}
+
+int
+snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
+{
+	const char *mode = argv[2];
+	IpcResponse *resp = NULL;
+	int fds[IPC_MAX_FDS];
+	size_t n = 0;
+	Warren__V1__ListImagesRequest lq = WARREN__V1__LIST_IMAGES_REQUEST__INIT;
+	Warren__V1__OpenImageRequest oq = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
+	Warren__V1__PrepareImageRequest pq = WARREN__V1__PREPARE_IMAGE_REQUEST__INIT;
+	Warren__V1__CommitImageRequest cq = WARREN__V1__COMMIT_IMAGE_REQUEST__INIT;
+	Warren__V1__RemoveImageRequest rq = WARREN__V1__REMOVE_IMAGE_REQUEST__INIT;
+	Warren__V1__AbortImageRequest aq = WARREN__V1__ABORT_IMAGE_REQUEST__INIT;
+	Warren__V1__SetupReclaimRequest sq = WARREN__V1__SETUP_RECLAIM_REQUEST__INIT;
+	if (!strcmp(mode, "snap-list")) {
+		req->body_case = WARREN__V1__REQUEST__BODY_LIST_IMAGES;
+		req->list_images = &lq;
+		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		printf("ok");
+		for (size_t i = 0; i < resp->list_images->n_images; i++)
+			printf(" %s", resp->list_images->images[i]->name);
+		printf("\n");
+		return 0;
+	}
+	if (!strcmp(mode, "snap-open") && argc >= 4) {
+		req->body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
+		req->open_image = &oq;
+		oq.tag = argv[3];
+		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		printf("ok %s %s %zu\n", resp->open_image->image->template_name,
+		       resp->open_image->image->backend, n);
+		return 0;
+	}
+	if ((!strcmp(mode, "snap-prepare") && argc >= 4) || (!strcmp(mode, "snap-take") && argc >= 6)) {
+		req->body_case = WARREN__V1__REQUEST__BODY_PREPARE_IMAGE;
+		req->prepare_image = &pq;
+		pq.tag = argv[3];
+		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		if (!strcmp(mode, "snap-prepare")) {
+			printf("ok %s %zu\n", resp->prepare_image->temp_name, n);
+			return 0;
+		}
+		if (n != 1) {
+			printf("failed no directory fd\n");
+			return 1;
+		}
+		/* what a checkpoint does: a file in the directory handed over */
+		int f = openat(fds[0], "checkpoint.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (f < 0 || write(f, "poke-image\n", 11) != 11) {
+			printf("failed writing the image: %s\n", strerror(errno));
+			return 1;
+		}
+		close(f);
+		close(fds[0]);
+		cq.temp_name = resp->prepare_image->temp_name;
+		cq.tag = argv[3];
+		cq.template_name = argv[4];
+		cq.backend = argv[5];
+		req->body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
+		req->commit_image = &cq;
+		req->id++;
+		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		printf("ok %s %llu\n", resp->commit_image->image->name,
+		       (unsigned long long)resp->commit_image->image->size);
+		return 0;
+	}
+	if (!strcmp(mode, "snap-commit") && argc >= 5) {
+		cq.temp_name = argv[3];
+		cq.tag = argv[4];
+		cq.parent = argc > 5 ? argv[5] : "";
+		cq.template_name = argc > 6 ? argv[6] : "";
+		cq.backend = argc > 7 ? argv[7] : "";
+		req->body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
+		req->commit_image = &cq;
+		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		printf("ok\n");
+		return 0;
+	}
+	if (!strcmp(mode, "snap-remove") && argc >= 4) {
+		rq.tag = argv[3];
+		req->body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMAGE;
+		req->remove_image = &rq;
+		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		printf("ok\n");
+		return 0;
+	}
+	if (!strcmp(mode, "snap-abort") && argc >= 4) {
+		aq.temp_name = argv[3];
+		req->body_case = WARREN__V1__REQUEST__BODY_ABORT_IMAGE;
+		req->abort_image = &aq;
+		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		printf("ok\n");
+		return 0;
+	}
+	if (!strcmp(mode, "snap-fds") && argc >= 6) {
+		size_t k = (size_t)atoi(argv[3]);
+		int out[IPC_MAX_FDS];
+		if (k > IPC_MAX_FDS)
+			k = IPC_MAX_FDS;
+		for (size_t i = 0; i < k; i++)
+			out[i] = !strcmp(argv[4], "dir") ? open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+							 : open("/dev/null", O_RDWR | O_CLOEXEC);
+		req->body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
+		req->open_image = &oq;
+		oq.tag = argv[5];
+		if (snap_send(fd, req, out, k) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		printf("ok\n");
+		return 0;
+	}
+	if (!strcmp(mode, "snap-big") && argc >= 5) {
+		char *big = snap_big((size_t)atol(argv[4]));
+		const char *field = argv[3];
+		if (!strcmp(field, "tag")) {
+			req->body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
+			req->open_image = &oq;
+			oq.tag = big;
+		} else if (!strcmp(field, "compressor")) {
+			req->body_case = WARREN__V1__REQUEST__BODY_SETUP_RECLAIM;
+			req->setup_reclaim = &sq;
+			sq.query = 1;
+			sq.compressor = big;
+		} else if (!strcmp(field, "temp")) {
+			req->body_case = WARREN__V1__REQUEST__BODY_ABORT_IMAGE;
+			req->abort_image = &aq;
+			aq.temp_name = big;
+		} else {
+			req->body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
+			req->commit_image = &cq;
+			cq.temp_name = ".tmp.v1.00000000";
+			cq.tag = "v1";
+			if (!strcmp(field, "parent"))
+				cq.parent = big;
+			else if (!strcmp(field, "template"))
+				cq.template_name = big;
+			else
+				cq.backend = big;
+		}
+		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		printf("ok\n");
+		return 0;
+	}
+	fprintf(stderr, "unknown or incomplete mode %s\n", mode);
 	return 2;
 }
