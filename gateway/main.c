@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 
 /* fds kept aside from client connections: listeners, IPC peers, readiness probes, logs */
-#define FD_RESERVE 128
+#define FD_RESERVE 64
 #define DEFAULT_MAX_CONNS 4096
 #define MAX_OPEN_FILES_DEFAULT 65536
 
@@ -33,7 +33,7 @@ usage(void)
 	       "  --response-timeout S 504 when the sandbox has not started its answer S after the\n"
 	       "                       request (default 120)\n"
 	       "  --max-connections N  client connections in all; above: 503 and close (default:\n"
-	       "                       min(4096, (open-file limit - 128) / 2): each client may need an\n"
+	       "                       min(4096, (open-file limit - 64) / 2): each client may need an\n"
 	       "                       upstream fd)\n"
 	       "  --max-connections-per-ip N  client connections from one address (default 256)\n"
 	       "  --max-response-head N  bytes of a sandbox's response head, at most 16384; above:\n"
