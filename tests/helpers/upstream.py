@@ -97,4 +97,5 @@ class Handler(BaseHTTPRequestHandler):
 
 
 ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer.request_queue_size = 256  # many gateway connections at once (attack tests)
 ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
