@@ -27,6 +27,21 @@ struct route {
 	struct route *next;
 };
 
+/* What one client may hold and for how long (options of main.c, defaults there). */
+struct gateway_limits {
+	unsigned header_timeout_ms;   /* a request head must be complete in this time: 408 */
+	unsigned idle_timeout_ms;     /* keep-alive connection with no request: closed */
+	unsigned body_timeout_ms;     /* no progress sending a body or writing either side */
+	unsigned response_timeout_ms; /* upstream silent after the request: 504 */
+	unsigned max_conns;           /* client connections in all: 503 above */
+	unsigned max_conns_per_ip;    /* client connections from one address: 503 above */
+	unsigned max_response_head;   /* bytes of an upstream response head: 502 above */
+};
+
+#define GATEWAY_IP_BUCKETS 256
+
+struct ip_count;
+
 struct gateway {
 	struct daemon_common dc;
 	struct ipc_server *server;
@@ -34,6 +49,13 @@ struct gateway {
 	const char *domain;
 	struct conn *conns;
 	struct event *idle_timer;
+	struct gateway_limits lim;
+	unsigned n_conns;
+	struct ip_count *per_ip[GATEWAY_IP_BUCKETS];
+	struct evconnlistener *listener;
+	bool accept_paused; /* out of fds: resumed when a connection closes or by resume_timer */
+	struct event *resume_timer;
+	uint64_t refused, last_refusal_log_us;
 };
 
 /* routes.c */

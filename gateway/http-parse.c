@@ -1,16 +1,68 @@
-/* HTTP/1.x parsing for the gateway (see http-parse.h). Strict where it matters for framing:
- * conflicting Content-Length, Transfer-Encoding other than chunked, bare LF in the request
- * line, and oversized heads are refused. */
+/* HTTP/1.x parsing for the gateway (see http-parse.h), strict per RFC 9112 because the gateway
+ * sits between two parsers it does not control (the client's and the sandbox's): any message
+ * two parsers could frame differently is refused rather than repaired. Refused (-EBADMSG):
+ *   - a line ending in a bare LF, a CR not followed by LF, any control character (NUL
+ *     included) in the request/status line, a header name or a value (HTAB allowed in values);
+ *   - obs-fold (a header line starting with SP or HTAB), a header name that is not a token or
+ *     has whitespace before the colon, a line without a colon;
+ *   - a method that is not a token, a target that is not origin-form (or `*` for OPTIONS) or
+ *     has characters outside RFC 3986, CONNECT, a version other than HTTP/1.0 or HTTP/1.1,
+ *     anything but single spaces between the three;
+ *   - Content-Length that is not all digits, given twice (even equal) or beside
+ *     Transfer-Encoding; Transfer-Encoding other than exactly `chunked`, given twice, or in an
+ *     HTTP/1.0 message;
+ *   - in requests: no Host in HTTP/1.1, Host twice, a Host value outside RFC 3986's host
+ *     characters;
+ *   - in chunked bodies: a chunk size with no hex digit, garbage after it, more than 15 hex
+ *     digits' worth (overflow), a chunk-size line longer than HTTP_MAX_CHUNK_LINE, data not
+ *     followed by CRLF, malformed trailer lines or a trailer section over HTTP_MAX_TRAILER.
+ * Per byte it does one table lookup; chunk data is skipped in bulk. */
 #include "http-parse.h"
 
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
 
-static bool
-token_char(char c)
+/* Character classes, one table lookup per byte. */
+enum {
+	C_TOKEN = 1,  /* tchar (RFC 9110 5.6.2) */
+	C_VALUE = 2,  /* field-vchar, SP, HTAB (obs-text included) */
+	C_TARGET = 4, /* RFC 3986 pchar + "/" "?" "%" */
+	C_HOST = 8,   /* RFC 3986 host [":" port]: unreserved, sub-delims, ":" "[" "]" "%" */
+};
+
+static unsigned char cclass[256];
+
+static void
+cclass_init(void)
 {
-	return c > 32 && c < 127 && !strchr("()<>@,;:\\\"/[]?={}", c);
+	if (cclass['a'])
+		return;
+	for (int c = 0; c < 256; c++) {
+		unsigned char k = 0;
+		bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+			     (c >= 'A' && c <= 'Z');
+		if (alnum || (c && strchr("!#$%&'*+-.^_`|~", c)))
+			k |= C_TOKEN;
+		if ((c >= 0x20 && c != 0x7f) || c == '\t')
+			k |= C_VALUE;
+		bool unreserved = alnum || (c && strchr("-._~", c));
+		bool sub_delim = c && strchr("!$&'()*+,;=", c);
+		if (unreserved || sub_delim || (c && strchr(":@/?%", c)))
+			k |= C_TARGET;
+		if (unreserved || sub_delim || (c && strchr(":[]%", c)))
+			k |= C_HOST;
+		cclass[c] = k;
+	}
+}
+
+static bool
+all_of(const char *p, size_t n, unsigned char cls)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(cclass[(unsigned char)p[i]] & cls))
+			return false;
+	return true;
 }
 
 bool
@@ -26,93 +78,134 @@ value_has_token(const char *v, size_t len, const char *tok)
 	for (size_t i = 0; i + tl <= len; i++) {
 		if (strncasecmp(v + i, tok, tl))
 			continue;
-		bool start = i == 0 || v[i - 1] == ',' || v[i - 1] == ' ';
-		bool end = i + tl == len || v[i + tl] == ',' || v[i + tl] == ' ';
+		bool start = i == 0 || v[i - 1] == ',' || v[i - 1] == ' ' || v[i - 1] == '\t';
+		bool end = i + tl == len || v[i + tl] == ',' || v[i + tl] == ' ' ||
+			   v[i + tl] == '\t';
 		if (start && end)
 			return true;
 	}
 	return false;
 }
 
-static const char *
-find_crlf(const char *p, const char *end)
+static int
+bad(struct http_head *h, const char *why)
 {
-	for (; p + 1 < end; p++)
-		if (p[0] == '\r' && p[1] == '\n')
-			return p;
-	return NULL;
+	h->error = why;
+	return -EBADMSG;
 }
 
 static int
-parse_first_line(const char *p, const char *eol, bool request, struct http_head *h)
+parse_request_line(const char *p, const char *eol, struct http_head *h)
 {
-	if (request) {
-		const char *sp1 = memchr(p, ' ', (size_t)(eol - p));
-		if (!sp1 || sp1 == p)
-			return -EBADMSG;
-		for (const char *q = p; q < sp1; q++)
-			if (!token_char(*q))
-				return -EBADMSG;
-		const char *sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));
-		if (!sp2 || sp2 == sp1 + 1)
-			return -EBADMSG;
-		h->method = p;
-		h->method_len = (size_t)(sp1 - p);
-		h->target = sp1 + 1;
-		h->target_len = (size_t)(sp2 - sp1 - 1);
-		for (size_t i = 0; i < h->target_len; i++)
-			if ((unsigned char)h->target[i] <= 32 || h->target[i] == 127)
-				return -EBADMSG;
-		if (eol - sp2 - 1 != 8 || strncmp(sp2 + 1, "HTTP/1.", 7) || sp2[8] < '0' ||
-		    sp2[8] > '1')
-			return -EBADMSG;
-		h->version_minor = sp2[8] - '0';
-		return 0;
-	}
-	if (eol - p < 12 || strncmp(p, "HTTP/1.", 7) || (p[7] != '0' && p[7] != '1') || p[8] != ' ')
-		return -EBADMSG;
+	const char *sp1 = memchr(p, ' ', (size_t)(eol - p));
+	if (!sp1 || sp1 == p || !all_of(p, (size_t)(sp1 - p), C_TOKEN))
+		return bad(h, "invalid method");
+	const char *t = sp1 + 1;
+	const char *sp2 = memchr(t, ' ', (size_t)(eol - t));
+	if (!sp2 || sp2 == t)
+		return bad(h, "invalid request line");
+	h->method = p;
+	h->method_len = (size_t)(sp1 - p);
+	h->target = t;
+	h->target_len = (size_t)(sp2 - t);
+	if (h->method_len == 7 && !memcmp(p, "CONNECT", 7))
+		return bad(h, "CONNECT is not served");
+	bool options = h->method_len == 7 && !memcmp(p, "OPTIONS", 7);
+	if (!(t[0] == '/' || (options && h->target_len == 1 && t[0] == '*')) ||
+	    !all_of(t, h->target_len, C_TARGET))
+		return bad(h, "invalid request target");
+	if (eol - sp2 - 1 != 8 || memcmp(sp2 + 1, "HTTP/1.", 7) || (sp2[8] != '0' && sp2[8] != '1'))
+		return bad(h, "invalid HTTP version");
+	h->version_minor = sp2[8] - '0';
+	return 0;
+}
+
+static int
+parse_status_line(const char *p, const char *eol, struct http_head *h)
+{
+	/* HTTP-version SP 3DIGIT SP reason-phrase; a missing reason's SP is tolerated */
+	size_t n = (size_t)(eol - p);
+	if (n < 12 || memcmp(p, "HTTP/1.", 7) || (p[7] != '0' && p[7] != '1') || p[8] != ' ')
+		return bad(h, "invalid status line");
 	h->version_minor = p[7] - '0';
 	int st = 0;
 	for (int i = 9; i < 12; i++) {
 		if (p[i] < '0' || p[i] > '9')
-			return -EBADMSG;
+			return bad(h, "invalid status code");
 		st = st * 10 + p[i] - '0';
 	}
-	if (st < 100)
-		return -EBADMSG;
+	if (st < 100 || st > 599)
+		return bad(h, "invalid status code");
+	if (n > 12 && (p[12] != ' ' || !all_of(p + 13, n - 13, C_VALUE)))
+		return bad(h, "invalid reason phrase");
 	h->status = st;
 	return 0;
 }
 
-ssize_t
-http_parse_head(const char *buf, size_t len, bool request, struct http_head *h)
+static int
+parse_content_length(const char *v, size_t n, uint64_t *out, struct http_head *h)
 {
-	memset(h, 0, sizeof *h);
-	size_t scan = len > HTTP_MAX_HEAD ? HTTP_MAX_HEAD : len;
-	const char *end = buf + scan;
-	const char *eol = find_crlf(buf, end);
-	if (!eol)
-		return len >= HTTP_MAX_HEAD ? -EMSGSIZE : 0;
-	int r = parse_first_line(buf, eol, request, h);
-	if (r < 0)
-		return r;
-	h->line_len = (size_t)(eol + 2 - buf);
-	bool have_length = false, chunked = false, close = false, keep = false;
-	const char *p = eol + 2;
-	for (;;) {
-		eol = find_crlf(p, end);
-		if (!eol)
-			return len >= HTTP_MAX_HEAD ? -EMSGSIZE : 0;
-		if (eol == p)
+	uint64_t x = 0;
+	if (n == 0 || n > 15)
+		return bad(h, "invalid Content-Length");
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return bad(h, "invalid Content-Length");
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	}
+	*out = x;
+	return 0;
+}
+
+ssize_t
+http_parse_head(const char *buf, size_t len, bool request, size_t max_head, struct http_head *h)
+{
+	cclass_init();
+	h->method = h->target = h->host = h->error = NULL;
+	h->method_len = h->target_len = h->host_len = 0;
+	h->status = h->version_minor = 0;
+	h->line_len = h->head_len = h->n_headers = 0;
+	h->body = HTTP_BODY_NONE;
+	h->content_length = 0;
+	h->keep_alive = h->upgrade = false;
+	if (max_head == 0 || max_head > HTTP_MAX_HEAD)
+		max_head = HTTP_MAX_HEAD;
+	size_t scan = len > max_head ? max_head : len;
+	const char *p = buf, *end = buf + scan;
+	bool have_length = false, chunked = false, close = false, keep = false, have_host = false;
+	for (bool first = true;; first = false) {
+		const char *lf = memchr(p, '\n', (size_t)(end - p));
+		if (!lf)
+			return len >= max_head ? -EMSGSIZE : 0;
+		if (lf == p || lf[-1] != '\r')
+			return bad(h, "bare LF");
+		const char *eol = lf - 1, *next = lf + 1;
+		if (first) {
+			/* control characters (a CR not followed by LF among them) */
+			/* (HTAB only in a reason phrase) */
+			if (!all_of(p, (size_t)(eol - p), C_VALUE) ||
+			    (request && memchr(p, '\t', (size_t)(eol - p))))
+				return bad(h, "control character in the first line");
+			int r = request ? parse_request_line(p, eol, h) : parse_status_line(p, eol, h);
+			if (r < 0)
+				return r;
+			h->line_len = (size_t)(next - buf);
+			p = next;
+			continue;
+		}
+		if (eol == p) {
+			h->head_len = (size_t)(next - buf);
 			break;
+		}
+		if (*p == ' ' || *p == '\t')
+			return bad(h, "obs-fold continuation line");
 		if (h->n_headers >= HTTP_MAX_HEADERS)
 			return -E2BIG;
 		const char *colon = memchr(p, ':', (size_t)(eol - p));
-		if (!colon || colon == p)
-			return -EBADMSG;
-		for (const char *q = p; q < colon; q++)
-			if (!token_char(*q))
-				return -EBADMSG; /* also refuses space before the colon */
+		if (!colon || colon == p || !all_of(p, (size_t)(colon - p), C_TOKEN))
+			return bad(h, "invalid header name"); /* also whitespace before the colon */
+		if (!all_of(colon + 1, (size_t)(eol - colon - 1), C_VALUE))
+			return bad(h, "control character in a header value");
 		const char *v = colon + 1, *ve = eol;
 		while (v < ve && (*v == ' ' || *v == '\t'))
 			v++;
@@ -120,37 +213,41 @@ http_parse_head(const char *buf, size_t len, bool request, struct http_head *h)
 			ve--;
 		struct http_header *hd = &h->headers[h->n_headers++];
 		*hd = (struct http_header){p, v, (size_t)(colon - p), (size_t)(ve - v)};
+		p = next;
 		if (http_header_is(hd, "Content-Length")) {
-			uint64_t n = 0;
-			if (hd->value_len == 0 || hd->value_len > 15)
-				return -EBADMSG;
-			for (size_t i = 0; i < hd->value_len; i++) {
-				if (v[i] < '0' || v[i] > '9')
-					return -EBADMSG;
-				n = n * 10 + (uint64_t)(v[i] - '0');
-			}
-			if (have_length && n != h->content_length)
-				return -EBADMSG;
+			if (have_length)
+				return bad(h, "Content-Length given twice");
+			int r = parse_content_length(v, hd->value_len, &h->content_length, h);
+			if (r < 0)
+				return r;
 			have_length = true;
-			h->content_length = n;
 		} else if (http_header_is(hd, "Transfer-Encoding")) {
+			if (chunked)
+				return bad(h, "Transfer-Encoding given twice");
 			if (hd->value_len != 7 || strncasecmp(v, "chunked", 7))
-				return -EBADMSG;
+				return bad(h, "Transfer-Encoding other than chunked");
 			chunked = true;
 		} else if (http_header_is(hd, "Connection")) {
 			close |= value_has_token(v, hd->value_len, "close");
 			keep |= value_has_token(v, hd->value_len, "keep-alive");
 			h->upgrade |= value_has_token(v, hd->value_len, "upgrade");
-		} else if (http_header_is(hd, "Host")) {
+		} else if (request && http_header_is(hd, "Host")) {
+			if (have_host)
+				return bad(h, "Host given twice");
+			if (!all_of(v, hd->value_len, C_HOST))
+				return bad(h, "invalid Host");
+			have_host = true;
 			h->host = v;
 			h->host_len = hd->value_len;
 		}
-		p = eol + 2;
 	}
 	if (chunked && have_length)
-		return -EBADMSG; /* request smuggling shape */
-	h->head_len = (size_t)(eol + 2 - buf);
-	h->keep_alive = h->version_minor == 1 ? !close : keep;
+		return bad(h, "both Content-Length and Transfer-Encoding");
+	if (chunked && h->version_minor == 0)
+		return bad(h, "Transfer-Encoding in HTTP/1.0");
+	if (request && h->version_minor == 1 && !have_host)
+		return bad(h, "no Host");
+	h->keep_alive = h->version_minor == 1 ? !close : keep && !close;
 	if (chunked)
 		h->body = HTTP_BODY_CHUNKED;
 	else if (have_length)
@@ -170,27 +267,61 @@ http_response_framing(struct http_head *resp, bool request_was_head)
 		resp->keep_alive = false;
 }
 
-enum { CH_SIZE, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_TRAILER, CH_TRAILER_LINE, CH_TRAILER_LF, CH_END_LF };
+enum {
+	CH_SIZE_FIRST, /* zero-initialised: the first hex digit of a chunk size */
+	CH_SIZE,
+	CH_SIZE_WS,   /* BWS after the size: only ";" may follow */
+	CH_EXT,       /* chunk-ext: tokens, ";", "=", BWS */
+	CH_EXT_QUOTE, /* quoted-string of an extension value */
+	CH_EXT_QP,    /* after a backslash in it */
+	CH_SIZE_LF,
+	CH_DATA,
+	CH_DATA_CR,
+	CH_DATA_LF,
+	CH_TRAILER, /* start of a trailer line or the final CRLF */
+	CH_TRAILER_NAME,
+	CH_TRAILER_VALUE,
+	CH_TRAILER_LF,
+	CH_END_LF,
+};
+
+static int
+hexval(char ch)
+{
+	return ch >= '0' && ch <= '9'	? ch - '0'
+	       : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+	       : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+					: -1;
+}
 
 ssize_t
 http_chunked_advance(struct http_chunked *c, const char *buf, size_t len, bool *done)
 {
+	cclass_init();
 	size_t i = 0;
 	*done = false;
 	while (i < len) {
-		char ch = buf[i];
+		unsigned char ch = (unsigned char)buf[i];
+		unsigned char cls = cclass[ch];
+		if (c->state < CH_DATA && ++c->line > HTTP_MAX_CHUNK_LINE)
+			return -EBADMSG;
+		if (c->state >= CH_TRAILER && ++c->line > HTTP_MAX_TRAILER)
+			return -EBADMSG;
 		switch (c->state) {
+		case CH_SIZE_FIRST:
 		case CH_SIZE: {
-			int d = ch >= '0' && ch <= '9'   ? ch - '0'
-				: ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-				: ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
-							 : -1;
+			int d = hexval((char)ch);
 			if (d >= 0) {
 				if (c->remaining >> 56)
-					return -EBADMSG;
+					return -EBADMSG; /* over 15 hex digits' worth */
 				c->remaining = c->remaining * 16 + (uint64_t)d;
-			} else if (ch == ';' || ch == ' ' || ch == '\t')
+				c->state = CH_SIZE;
+			} else if (c->state == CH_SIZE_FIRST)
+				return -EBADMSG; /* no digits */
+			else if (ch == ';')
 				c->state = CH_EXT;
+			else if (ch == ' ' || ch == '\t')
+				c->state = CH_SIZE_WS;
 			else if (ch == '\r')
 				c->state = CH_SIZE_LF;
 			else
@@ -198,14 +329,41 @@ http_chunked_advance(struct http_chunked *c, const char *buf, size_t len, bool *
 			i++;
 			break;
 		}
+		case CH_SIZE_WS:
+			if (ch == ';')
+				c->state = CH_EXT;
+			else if (ch != ' ' && ch != '\t')
+				return -EBADMSG;
+			i++;
+			break;
 		case CH_EXT:
 			if (ch == '\r')
 				c->state = CH_SIZE_LF;
+			else if (ch == '"')
+				c->state = CH_EXT_QUOTE;
+			else if (!(cls & C_TOKEN) && ch != ';' && ch != '=' && ch != ' ' && ch != '\t')
+				return -EBADMSG;
+			i++;
+			break;
+		case CH_EXT_QUOTE:
+			if (ch == '"')
+				c->state = CH_EXT;
+			else if (ch == '\\')
+				c->state = CH_EXT_QP;
+			else if (!(cls & C_VALUE))
+				return -EBADMSG;
+			i++;
+			break;
+		case CH_EXT_QP:
+			if (!(cls & C_VALUE))
+				return -EBADMSG;
+			c->state = CH_EXT_QUOTE;
 			i++;
 			break;
 		case CH_SIZE_LF:
 			if (ch != '\n')
 				return -EBADMSG;
+			c->line = 0;
 			c->state = c->remaining ? CH_DATA : CH_TRAILER;
 			i++;
 			break;
@@ -226,16 +384,30 @@ http_chunked_advance(struct http_chunked *c, const char *buf, size_t len, bool *
 		case CH_DATA_LF:
 			if (ch != '\n')
 				return -EBADMSG;
-			c->state = CH_SIZE;
+			c->state = CH_SIZE_FIRST;
 			i++;
 			break;
-		case CH_TRAILER: /* start of a trailer line or the final CRLF */
-			c->state = ch == '\r' ? CH_END_LF : CH_TRAILER_LINE;
+		case CH_TRAILER:
+			if (ch == '\r')
+				c->state = CH_END_LF;
+			else if (cls & C_TOKEN)
+				c->state = CH_TRAILER_NAME;
+			else
+				return -EBADMSG; /* obs-fold, empty name, control character */
 			i++;
 			break;
-		case CH_TRAILER_LINE:
+		case CH_TRAILER_NAME:
+			if (ch == ':')
+				c->state = CH_TRAILER_VALUE;
+			else if (!(cls & C_TOKEN))
+				return -EBADMSG;
+			i++;
+			break;
+		case CH_TRAILER_VALUE:
 			if (ch == '\r')
 				c->state = CH_TRAILER_LF;
+			else if (!(cls & C_VALUE))
+				return -EBADMSG;
 			i++;
 			break;
 		case CH_TRAILER_LF:
@@ -249,9 +421,10 @@ http_chunked_advance(struct http_chunked *c, const char *buf, size_t len, bool *
 				return -EBADMSG;
 			i++;
 			*done = true;
-			c->state = CH_SIZE;
-			c->remaining = 0;
+			*c = (struct http_chunked){0};
 			return (ssize_t)i;
+		default:
+			return -EBADMSG;
 		}
 	}
 	return (ssize_t)i;

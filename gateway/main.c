@@ -1,11 +1,19 @@
 /* warren-gateway: the unprivileged HTTP/1.1 reverse proxy in front of the sandboxes. Routes
  * come from the supervisor over Warren IPC; readiness, idleness and thaw requests go back. */
 #include "gateway.h"
+#include "http-parse.h"
 #include "log.h"
 #include "notify.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+
+/* fds kept aside from client connections: listeners, IPC peers, readiness probes, logs */
+#define FD_RESERVE 64
+#define DEFAULT_MAX_CONNS 4096
+#define MAX_OPEN_FILES_DEFAULT 65536
 
 static void
 usage(void)
@@ -14,7 +22,79 @@ usage(void)
 	       "  --listen ADDR        HTTP address (default 127.0.0.1)\n"
 	       "  --port N             HTTP port (default 8300)\n"
 	       "  --domain D           sandboxes answer as <id>.D (default warren.localhost)\n"
-	       "  --user U             switch to this user after binding\n" DAEMON_COMMON_HELP);
+	       "  --user U             switch to this user after binding\n"
+	       "Limits (SECONDS may have decimals; 0 turns a limit off):\n"
+	       "  --header-timeout S   a request head must be complete within S of the connection\n"
+	       "                       or of its first byte after a keep-alive wait, else 408 and\n"
+	       "                       close (default 10)\n"
+	       "  --idle-timeout S     close a keep-alive client connection idle for S (default 60)\n"
+	       "  --body-timeout S     close when a request body, a response body, or a write to\n"
+	       "                       either side makes no progress for S (default 30)\n"
+	       "  --response-timeout S 504 when the sandbox has not started its answer S after the\n"
+	       "                       request (default 120)\n"
+	       "  --max-connections N  client connections in all; above: 503 and close (default:\n"
+	       "                       min(4096, (open-file limit - 64) / 2): each client may need an\n"
+	       "                       upstream fd)\n"
+	       "  --max-connections-per-ip N  client connections from one address (default 256)\n"
+	       "  --max-response-head N  bytes of a sandbox's response head, at most 16384; above:\n"
+	       "                       502 (default 16384)\n"
+	       "  --max-open-files N   set RLIMIT_NOFILE (default: the hard limit, at most 65536);\n"
+	       "                       at the limit accepting pauses until fds are free\n" DAEMON_COMMON_HELP);
+}
+
+/* SECONDS (decimals allowed) -> ms; -1 on a bad value */
+static long
+parse_seconds(const char *s)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(s, &end);
+	if (errno || end == s || *end || !(d >= 0) || d > 86400)
+		return -1;
+	return (long)(d * 1000 + 0.5);
+}
+
+static long
+parse_count(const char *s, long max)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(s, &end, 10);
+	if (errno || end == s || *end || n < 0 || n > max)
+		return -1;
+	return n;
+}
+
+/* Set the open-file limit and derive the connection cap from it: the cap keeps one upstream
+ * fd for every client connection, so a full gateway still reaches its sandboxes. */
+static int
+limits_apply(struct gateway *g, long max_open_files, bool conns_given)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return log_error_errno(-errno, "getrlimit: %m");
+	if (max_open_files >= 0)
+		rl.rlim_cur = (rlim_t)max_open_files;
+	else
+		rl.rlim_cur = rl.rlim_max < MAX_OPEN_FILES_DEFAULT ? rl.rlim_max
+								   : MAX_OPEN_FILES_DEFAULT;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		if (max_open_files >= 0)
+			return log_error_errno(-errno, "Cannot set the open-file limit to %ld: %m",
+					       max_open_files);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	long derived = ((long)rl.rlim_cur - FD_RESERVE) / 2;
+	if (derived < 1)
+		derived = 1;
+	if (!conns_given)
+		g->lim.max_conns = (unsigned)(derived < DEFAULT_MAX_CONNS ? derived
+									 : DEFAULT_MAX_CONNS);
+	else if (!g->lim.max_conns || g->lim.max_conns > derived)
+		log_warning("--max-connections %u is above what %lu open files carry (%ld): the "
+			    "gateway may run out of fds (it then pauses accepting)",
+			    g->lim.max_conns, (unsigned long)rl.rlim_cur, derived);
+	return 0;
 }
 
 int
@@ -25,13 +105,32 @@ main(int argc, char **argv)
 	const char *listen = "127.0.0.1", *user = NULL;
 	unsigned port = 8300;
 	g.domain = "warren.localhost";
-	static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
-					     {"port", required_argument, NULL, 'p'},
-					     {"domain", required_argument, NULL, 'D'},
-					     {"user", required_argument, NULL, 'u'},
-					     {"help", no_argument, NULL, 'h'},
-					     DAEMON_COMMON_OPTIONS,
-					     {}};
+	g.lim = (struct gateway_limits){.header_timeout_ms = 10000,
+					.idle_timeout_ms = 60000,
+					.body_timeout_ms = 30000,
+					.response_timeout_ms = 120000,
+					.max_conns_per_ip = 256,
+					.max_response_head = HTTP_MAX_HEAD};
+	long max_open_files = -1;
+	bool conns_given = false;
+	enum { O_HEADER_TIMEOUT = 0x100, O_IDLE_TIMEOUT, O_BODY_TIMEOUT, O_RESPONSE_TIMEOUT,
+	       O_MAX_CONNS, O_MAX_CONNS_PER_IP, O_MAX_RESPONSE_HEAD, O_MAX_OPEN_FILES };
+	static const struct option opts[] = {
+		{"listen", required_argument, NULL, 'l'},
+		{"port", required_argument, NULL, 'p'},
+		{"domain", required_argument, NULL, 'D'},
+		{"user", required_argument, NULL, 'u'},
+		{"header-timeout", required_argument, NULL, O_HEADER_TIMEOUT},
+		{"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
+		{"body-timeout", required_argument, NULL, O_BODY_TIMEOUT},
+		{"response-timeout", required_argument, NULL, O_RESPONSE_TIMEOUT},
+		{"max-connections", required_argument, NULL, O_MAX_CONNS},
+		{"max-connections-per-ip", required_argument, NULL, O_MAX_CONNS_PER_IP},
+		{"max-response-head", required_argument, NULL, O_MAX_RESPONSE_HEAD},
+		{"max-open-files", required_argument, NULL, O_MAX_OPEN_FILES},
+		{"help", no_argument, NULL, 'h'},
+		DAEMON_COMMON_OPTIONS,
+		{}};
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		int r = daemon_common_option(&g.dc, c, optarg);
@@ -39,7 +138,44 @@ main(int argc, char **argv)
 			return 2;
 		if (r > 0)
 			continue;
+		long v = 0;
+		if (c >= O_HEADER_TIMEOUT && c <= O_RESPONSE_TIMEOUT)
+			v = parse_seconds(optarg);
+		else if (c == O_MAX_RESPONSE_HEAD)
+			v = parse_count(optarg, HTTP_MAX_HEAD);
+		else if (c >= O_MAX_CONNS && c <= O_MAX_OPEN_FILES)
+			v = parse_count(optarg, 1 << 24);
+		if (v < 0 || (c == O_MAX_RESPONSE_HEAD && v < 64) || (c == O_MAX_OPEN_FILES && v < 16)) {
+			log_error("Bad value for --%s: %s", opts[c - O_HEADER_TIMEOUT + 4].name,
+				  optarg);
+			return 2;
+		}
 		switch (c) {
+		case O_HEADER_TIMEOUT:
+			g.lim.header_timeout_ms = (unsigned)v;
+			break;
+		case O_IDLE_TIMEOUT:
+			g.lim.idle_timeout_ms = (unsigned)v;
+			break;
+		case O_BODY_TIMEOUT:
+			g.lim.body_timeout_ms = (unsigned)v;
+			break;
+		case O_RESPONSE_TIMEOUT:
+			g.lim.response_timeout_ms = (unsigned)v;
+			break;
+		case O_MAX_CONNS:
+			g.lim.max_conns = (unsigned)v;
+			conns_given = true;
+			break;
+		case O_MAX_CONNS_PER_IP:
+			g.lim.max_conns_per_ip = (unsigned)v;
+			break;
+		case O_MAX_RESPONSE_HEAD:
+			g.lim.max_response_head = (unsigned)v;
+			break;
+		case O_MAX_OPEN_FILES:
+			max_open_files = v;
+			break;
 		case 'l':
 			listen = optarg;
 			break;
@@ -64,6 +200,8 @@ main(int argc, char **argv)
 		return log_error("Bad --port"), 2;
 	if (g.dc.dump_seccomp)
 		return daemon_lock_down(&g.dc, NULL, NULL, 0, &gateway_seccomp) < 0;
+	if (limits_apply(&g, max_open_files, conns_given) < 0)
+		return 1;
 	g.dc.base = event_base_new();
 	int lfd = daemon_listen(&g.dc);
 	if (lfd < 0)
@@ -83,7 +221,9 @@ main(int argc, char **argv)
 	ipc_server_set_ready(g.server, true);
 	proxy_idle_scan_start(&g);
 	notify_send("READY=1");
-	log_info("Ready: http://%s:%u/ (sandboxes as <id>.%s)", listen, port, g.domain);
+	log_info("Ready: http://%s:%u/ (sandboxes as <id>.%s); at most %u connections, %u per "
+		 "address",
+		 listen, port, g.domain, g.lim.max_conns, g.lim.max_conns_per_ip);
 	daemon_run(&g.dc);
 	ipc_server_free(g.server);
 	return 0;

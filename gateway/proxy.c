@@ -2,7 +2,14 @@
  * request (Host: <id>.<domain> or /s/<id>/...), keep-alive on both sides, bodies streamed with
  * back-pressure, Upgrade tunnelled. A starting sandbox is retried every 50 ms until it answers
  * or its start timeout passes (504); a frozen one is thawed on demand (the supervisor is asked)
- * and the request held meanwhile. Upstream connections are closed with RST. */
+ * and the request held meanwhile. Upstream connections are closed with RST.
+ *
+ * Clients and sandboxes are both untrusted: heads are parsed strictly (http-parse.c; 400 to a
+ * client, 502 for a sandbox's garbage, which is never forwarded), every state a peer can hold
+ * a connection in has a deadline (head, keep-alive idle, body stall, response, closing), the
+ * connections per client address and in all are capped (503 above), and running out of fds
+ * pauses accepting instead of spinning, so connections already accepted still reach their
+ * sandboxes. */
 #include "clock.h"
 #include "gateway.h"
 #include "http-parse.h"
@@ -10,6 +17,8 @@
 #include "macro.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
@@ -20,10 +29,20 @@
 #define RETRY_US 50000
 #define HIGH_WATER (256 * 1024)
 #define LOW_WATER (64 * 1024)
-#define RESPONSE_TIMEOUT_S 120
 #define DEFAULT_HOLD_MS 30000
+#define MAX_INTERIM 8           /* 1xx responses before the final one */
+#define ACCEPT_RESUME_MS 250    /* retry accepting this long after running out of fds */
+#define CLOSING_TIMEOUT_MS 5000 /* a client that does not read its error response */
 
 enum conn_state { S_HEAD, S_HOLD, S_CONNECT, S_EXCHANGE, S_TUNNEL, S_CLOSING };
+/* What the connection's timer waits for. */
+enum conn_wait { W_NONE, W_HEAD, W_IDLE, W_CLOSING };
+
+struct ip_count {
+	uint32_t addr;
+	unsigned n;
+	struct ip_count *next;
+};
 
 struct conn {
 	struct gateway *g;
@@ -46,6 +65,11 @@ struct conn {
 	bool thaw_asked;
 	bool reused; /* the upstream carried an earlier exchange */
 	bool was_starting; /* the sandbox was starting when the request came: keep retrying */
+	unsigned interim;  /* 1xx responses seen in this exchange */
+	uint32_t addr;     /* the client's, for the per-address count */
+	size_t scanned;    /* bytes of an incomplete head already looked at */
+	enum conn_wait wait;
+	struct event *timer;
 	struct event *retry;
 	struct conn *next, *prev;
 };
@@ -54,6 +78,43 @@ static void client_read(struct bufferevent *bev, void *arg);
 static void up_read(struct bufferevent *bev, void *arg);
 static void up_event(struct bufferevent *bev, short what, void *arg);
 static void try_upstream(struct conn *c);
+static void accept_resume(struct gateway *g);
+
+static struct timeval
+ms_tv(unsigned ms)
+{
+	return (struct timeval){ms / 1000, (ms % 1000) * 1000};
+}
+
+static void
+conn_wait(struct conn *c, enum conn_wait w, unsigned ms)
+{
+	c->wait = w;
+	if (w == W_NONE || !ms) {
+		evtimer_del(c->timer);
+		return;
+	}
+	struct timeval tv = ms_tv(ms);
+	evtimer_add(c->timer, &tv);
+}
+
+/* Read and write timeouts of a bufferevent; 0 = none. */
+static void
+bev_timeouts(struct bufferevent *bev, unsigned read_ms, unsigned write_ms)
+{
+	struct timeval r = ms_tv(read_ms), w = ms_tv(write_ms);
+	bufferevent_set_timeouts(bev, read_ms ? &r : NULL, write_ms ? &w : NULL);
+}
+
+static struct ip_count **
+ip_slot(struct gateway *g, uint32_t addr)
+{
+	struct ip_count **pp = &g->per_ip[(addr ^ (addr >> 8) ^ (addr >> 16) ^ (addr >> 24)) %
+					  GATEWAY_IP_BUCKETS];
+	while (*pp && (*pp)->addr != addr)
+		pp = &(*pp)->next;
+	return pp;
+}
 
 static void
 close_upstream(struct conn *c)
@@ -86,7 +147,14 @@ exchange_end(struct conn *c)
 static void
 conn_free(struct conn *c)
 {
+	struct gateway *g = c->g;
 	exchange_end(c);
+	struct ip_count **pp = ip_slot(g, c->addr), *ic = *pp;
+	if (ic && !--ic->n) {
+		*pp = ic->next;
+		free(ic);
+	}
+	g->n_conns--;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -98,8 +166,12 @@ conn_free(struct conn *c)
 		bufferevent_free(c->client);
 	if (c->retry)
 		event_free(c->retry);
+	if (c->timer)
+		event_free(c->timer);
 	free(c->head);
 	free(c);
+	if (g->accept_paused)
+		accept_resume(g); /* fds were freed */
 }
 
 static void
@@ -110,16 +182,35 @@ closing_write(struct bufferevent *bev, void *arg)
 		conn_free(c);
 }
 
-/* Stop reading the client; free the connection once what is queued has been written. */
+static void
+closing_read(struct bufferevent *bev, void *arg)
+{
+	/* discard: closing with unread bytes would send RST, which can destroy the answer
+	 * before the client reads it */
+	evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+}
+
+static void
+closing_event(struct bufferevent *bev, short what, void *arg)
+{
+	conn_free(arg);
+}
+
+/* Read nothing more; free the connection once what is queued has been written (or the client
+ * has not read it in CLOSING_TIMEOUT_MS). */
 static void
 close_after_flush(struct conn *c)
 {
 	exchange_end(c);
 	c->state = S_CLOSING;
 	close_upstream(c);
-	bufferevent_disable(c->client, EV_READ);
+	closing_read(c->client, c);
+	bufferevent_setwatermark(c->client, EV_READ, 0, 0);
 	bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
-	bufferevent_setcb(c->client, NULL, closing_write, NULL, c);
+	bufferevent_setcb(c->client, closing_read, closing_write, closing_event, c);
+	bufferevent_enable(c->client, EV_READ);
+	bev_timeouts(c->client, 0, 0);
+	conn_wait(c, W_CLOSING, CLOSING_TIMEOUT_MS);
 	closing_write(c->client, c);
 }
 
@@ -129,8 +220,10 @@ send_error(struct conn *c, int status, const char *fmt, ...)
 	static const struct {
 		int code;
 		const char *text;
-	} texts[] = {{400, "Bad Request"}, {404, "Not Found"}, {431, "Request Header Fields Too Large"},
-		     {502, "Bad Gateway"}, {504, "Gateway Timeout"}};
+	} texts[] = {{400, "Bad Request"},	       {404, "Not Found"},
+		     {408, "Request Timeout"},	       {431, "Request Header Fields Too Large"},
+		     {502, "Bad Gateway"},	       {503, "Service Unavailable"},
+		     {504, "Gateway Timeout"}};
 	const char *text = "Error";
 	for (size_t i = 0; i < ELEMENTSOF(texts); i++)
 		if (texts[i].code == status)
@@ -208,6 +301,9 @@ forward_request_body(struct conn *c)
 		c->req_done = done;
 	} else
 		c->req_done = true;
+	/* a client that stops sending its body is a stall; once it is sent, it may be silent */
+	bev_timeouts(c->client, c->req_done ? 0 : c->g->lim.body_timeout_ms,
+		     c->g->lim.body_timeout_ms);
 }
 
 static void
@@ -220,11 +316,18 @@ exchange_complete(struct conn *c)
 	}
 	exchange_end(c);
 	c->state = S_HEAD;
-	bufferevent_set_timeouts(c->up, NULL, NULL);
+	if (evbuffer_get_length(bufferevent_get_input(c->up)))
+		close_upstream(c); /* bytes after a complete response: never the next answer */
+	else
+		bev_timeouts(c->up, 0, 0);
+	bev_timeouts(c->client, 0, c->g->lim.body_timeout_ms);
 	bufferevent_enable(c->client, EV_READ);
 	/* A pipelined request may already be buffered. */
-	if (evbuffer_get_length(bufferevent_get_input(c->client)))
+	if (evbuffer_get_length(bufferevent_get_input(c->client))) {
+		conn_wait(c, W_HEAD, c->g->lim.header_timeout_ms);
 		client_read(c->client, c);
+	} else
+		conn_wait(c, W_IDLE, c->g->lim.idle_timeout_ms);
 }
 
 static void
@@ -235,20 +338,29 @@ forward_response(struct conn *c)
 		size_t len = evbuffer_get_length(in);
 		if (len == 0)
 			return;
-		size_t want = len < HTTP_MAX_HEAD ? len : HTTP_MAX_HEAD;
+		size_t max = c->g->lim.max_response_head;
+		size_t want = len < max ? len : max;
 		const char *p = (const char *)evbuffer_pullup(in, (ssize_t)want);
 		struct http_head h;
-		ssize_t k = http_parse_head(p, want, false, &h);
+		ssize_t k = http_parse_head(p, want, false, max, &h);
 		if (k == 0)
 			return;
-		if (k < 0) {
+		if (k < 0 || (h.status == 101 && !c->req_upgrade) || ++c->interim > MAX_INTERIM) {
+			const char *why = k == -EMSGSIZE || k == -E2BIG ? "too large"
+					  : k < 0			  ? h.error
+					  : h.status == 101 ? "an upgrade nobody asked for"
+							    : "too many interim responses";
+			log_warning("Sandbox %s: malformed response (%s): answering 502", c->route_id,
+				    why);
 			send_error(c, 502, "sandbox %s sent a malformed response", c->route_id);
 			return;
 		}
-		if (h.status == 101 && c->req_upgrade) {
+		if (h.status == 101) {
 			evbuffer_remove_buffer(in, bufferevent_get_output(c->client), (size_t)k);
 			c->state = S_TUNNEL;
-			bufferevent_set_timeouts(c->up, NULL, NULL);
+			/* an open tunnel may be silent for long; one side not reading is a stall */
+			bev_timeouts(c->up, 0, c->g->lim.body_timeout_ms);
+			bev_timeouts(c->client, 0, c->g->lim.body_timeout_ms);
 			move(c->up, c->client, UINT64_MAX);
 			move(c->client, c->up, UINT64_MAX);
 			return;
@@ -258,6 +370,8 @@ forward_response(struct conn *c)
 			continue; /* interim response: the real one follows */
 		http_response_framing(&h, c->head_is_head_method);
 		c->resp_started = true;
+		/* from the first byte of the answer, silence is a stall */
+		bev_timeouts(c->up, c->g->lim.body_timeout_ms, c->g->lim.body_timeout_ms);
 		free(c->head);
 		c->head = NULL;
 		c->resp_body = h.body;
@@ -324,8 +438,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		c->state = S_EXCHANGE;
 		/* The head stays until the answer starts, for one retry on a stale keep-alive. */
 		bufferevent_write(c->up, c->head, c->head_len);
-		struct timeval tv = {RESPONSE_TIMEOUT_S, 0};
-		bufferevent_set_timeouts(c->up, &tv, NULL);
+		bev_timeouts(c->up, c->g->lim.response_timeout_ms, c->g->lim.body_timeout_ms);
 		forward_request_body(c);
 		return;
 	}
@@ -359,11 +472,12 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (c->state == S_EXCHANGE) {
-		if (what & BEV_EVENT_TIMEOUT)
-			send_error(c, 504, "sandbox %s did not answer in %d s", c->route_id,
-				   RESPONSE_TIMEOUT_S);
-		else if (c->resp_started)
-			close_after_flush(c);
+		if (c->resp_started)
+			close_after_flush(c); /* nothing can be added to a started answer */
+		else if (what & BEV_EVENT_TIMEOUT)
+			send_error(c, 504, "sandbox %s did not answer in %u ms", c->route_id,
+				   (what & BEV_EVENT_READING) ? c->g->lim.response_timeout_ms
+							      : c->g->lim.body_timeout_ms);
 		else
 			send_error(c, 502, "sandbox %s closed the connection%s%s", c->route_id,
 				   r && r->reason[0] ? ": " : "", r ? r->reason : "");
@@ -419,9 +533,9 @@ try_upstream(struct conn *c)
 	bufferevent_enable(c->up, EV_READ);
 	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
 		/* a lost SYN during start-up would cost 1 s: retry a fresh connect instead */
-		struct timeval tv = {0, 100000};
-		bufferevent_set_timeouts(c->up, NULL, &tv);
-	}
+		bev_timeouts(c->up, 0, 100);
+	} else
+		bev_timeouts(c->up, 0, c->g->lim.body_timeout_ms); /* connect timeout */
 	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&r->sa, sizeof r->sa) < 0) {
 		close_upstream(c);
 		hold(c);
@@ -505,21 +619,34 @@ client_read(struct bufferevent *bev, void *arg)
 	size_t len = evbuffer_get_length(in);
 	if (len == 0)
 		return;
+	if (c->wait == W_IDLE)
+		conn_wait(c, W_HEAD, c->g->lim.header_timeout_ms); /* a request begins */
 	size_t want = len < HTTP_MAX_HEAD ? len : HTTP_MAX_HEAD;
+	/* Parse again only once a line has ended since the last try: a head trickling in byte by
+	 * byte costs one parse per line, not one per byte. */
 	const char *p = (const char *)evbuffer_pullup(in, (ssize_t)want);
-	struct http_head h;
-	ssize_t k = http_parse_head(p, want, true, &h);
-	if (k == 0)
+	if (c->scanned && want > c->scanned && want < HTTP_MAX_HEAD &&
+	    !memchr(p + c->scanned, '\n', want - c->scanned)) {
+		c->scanned = want;
 		return;
+	}
+	struct http_head h;
+	ssize_t k = http_parse_head(p, want, true, HTTP_MAX_HEAD, &h);
+	if (k == 0) {
+		c->scanned = want;
+		return;
+	}
+	c->scanned = 0;
 	if (k == -EMSGSIZE || k == -E2BIG) {
 		send_error(c, 431, "request head too large (limit %d bytes, %d headers)",
 			   HTTP_MAX_HEAD, HTTP_MAX_HEADERS);
 		return;
 	}
 	if (k < 0) {
-		send_error(c, 400, "malformed request");
+		send_error(c, 400, "malformed request: %s", h.error);
 		return;
 	}
+	conn_wait(c, W_NONE, 0);
 	char id[SANDBOX_ID_LEN + 1];
 	size_t strip;
 	if (request_route(c, &h, id, &strip) < 0) {
@@ -582,24 +709,119 @@ client_event(struct bufferevent *bev, short what, void *arg)
 }
 
 static void
+conn_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	enum conn_wait w = c->wait;
+	c->wait = W_NONE;
+	if (w == W_HEAD && c->state == S_HEAD)
+		send_error(c, 408, "request head not complete in %u ms",
+			   c->g->lim.header_timeout_ms);
+	else if (w == W_IDLE || w == W_CLOSING || w == W_HEAD)
+		conn_free(c);
+}
+
+/* A refusal costs no buffers: a fixed answer written once, then close. */
+static void
+refuse(struct gateway *g, int fd, const char *why)
+{
+	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+				  "Content-Length: 20\r\nConnection: close\r\nX-Warren-Error: 503\r\n"
+				  "\r\ntoo many connections";
+	if (send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+	}
+	close(fd);
+	g->refused++;
+	uint64_t now = now_usec();
+	if (now - g->last_refusal_log_us >= 10000000) { /* one line per 10 s at most */
+		g->last_refusal_log_us = now;
+		log_warning("Refusing connections (%s): %" PRIu64 " so far", why, g->refused);
+	}
+}
+
+static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len, void *arg)
 {
 	struct gateway *g = arg;
+	uint32_t addr = sa->sa_family == AF_INET ? ((struct sockaddr_in *)sa)->sin_addr.s_addr : 0;
+	if (g->lim.max_conns && g->n_conns >= g->lim.max_conns) {
+		refuse(g, fd, "total connection cap");
+		return;
+	}
+	struct ip_count **pp = ip_slot(g, addr), *ic = *pp;
+	if (g->lim.max_conns_per_ip && ic && ic->n >= g->lim.max_conns_per_ip) {
+		refuse(g, fd, "per-address connection cap");
+		return;
+	}
 	struct conn *c = calloc(1, sizeof *c);
-	if (!c) {
+	if (!ic)
+		ic = calloc(1, sizeof *ic);
+	if (!c || !ic) {
+		if (ic && !*pp)
+			free(ic);
+		free(c);
 		close(fd);
 		return;
 	}
+	if (!*pp) {
+		ic->addr = addr;
+		*pp = ic;
+	}
+	ic->n++;
+	g->n_conns++;
 	c->g = g;
+	c->addr = addr;
+	c->timer = evtimer_new(g->dc.base, conn_timeout, c);
 	c->client = bufferevent_socket_new(g->dc.base, fd, BEV_OPT_CLOSE_ON_FREE);
-	bufferevent_setcb(c->client, client_read, resume_reader, client_event, c);
-	bufferevent_setwatermark(c->client, EV_WRITE, LOW_WATER, 0);
-	bufferevent_setwatermark(c->client, EV_READ, 0, HIGH_WATER);
-	bufferevent_enable(c->client, EV_READ);
 	c->next = g->conns;
 	if (g->conns)
 		g->conns->prev = c;
 	g->conns = c;
+	if (!c->timer || !c->client) {
+		if (!c->client)
+			close(fd);
+		conn_free(c);
+		return;
+	}
+	bufferevent_setcb(c->client, client_read, resume_reader, client_event, c);
+	bufferevent_setwatermark(c->client, EV_WRITE, LOW_WATER, 0);
+	bufferevent_setwatermark(c->client, EV_READ, 0, HIGH_WATER);
+	bev_timeouts(c->client, 0, g->lim.body_timeout_ms);
+	bufferevent_enable(c->client, EV_READ);
+	conn_wait(c, W_HEAD, g->lim.header_timeout_ms);
+}
+
+static void
+accept_resume(struct gateway *g)
+{
+	g->accept_paused = false;
+	evtimer_del(g->resume_timer);
+	evconnlistener_enable(g->listener);
+}
+
+static void
+accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	accept_resume(arg);
+}
+
+static void
+accept_error(struct evconnlistener *l, void *arg)
+{
+	struct gateway *g = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM) {
+		log_warning("accept: %s", strerror(err));
+		return;
+	}
+	/* The pending connection stays in the backlog, so the listener would wake at once again:
+	 * stop listening until a connection closes (conn_free) or ACCEPT_RESUME_MS have passed. */
+	evconnlistener_disable(l);
+	if (!g->accept_paused)
+		log_warning("Out of file descriptors (%s): accepting paused", strerror(err));
+	g->accept_paused = true;
+	struct timeval tv = ms_tv(ACCEPT_RESUME_MS);
+	evtimer_add(g->resume_timer, &tv);
 }
 
 int
@@ -608,11 +830,15 @@ proxy_listen(struct gateway *g, const char *address, unsigned port)
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	if (inet_pton(AF_INET, address, &sa.sin_addr) != 1)
 		return -EINVAL;
-	struct evconnlistener *l = evconnlistener_new_bind(
+	g->listener = evconnlistener_new_bind(
 		g->dc.base, on_accept, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 256,
 		(struct sockaddr *)&sa, sizeof sa);
-	if (!l)
+	if (!g->listener)
 		return log_error_errno(-errno, "Cannot listen on %s:%u: %m", address, port);
+	evconnlistener_set_error_cb(g->listener, accept_error);
+	g->resume_timer = evtimer_new(g->dc.base, accept_resume_cb, g);
+	if (!g->resume_timer)
+		return -ENOMEM;
 	return 0;
 }
 

@@ -1,13 +1,41 @@
 """A test upstream for the gateway: keep-alive, chunked both ways, echo, upgrade, hang.
-Usage: upstream.py PORT"""
+Usage: upstream.py PORT [LOG]
+With LOG, every request line it reads (parsed or not) is appended to LOG, so a test can show
+what reached it. /raw/<name> answers with one of RAW's hand-made (mostly malformed) responses,
+as a hostile sandbox would."""
 import socketserver
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+LOG = sys.argv[2] if len(sys.argv) > 2 else None
+
+RAW = {
+    "ok": b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n",
+    "bare-lf": b"HTTP/1.1 200 OK\nContent-Length: 3\r\n\r\nbad",
+    "nul": b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 3\r\n\r\nbad",
+    "bare-cr": b"HTTP/1.1 200 OK\r\nX-A: a\rSet-Cookie: x=1\r\nContent-Length: 3\r\n\r\nbad",
+    "cl-te": b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nbad",
+    "cl-cl": b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nbad",
+    "obs-fold": b"HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 3\r\n\r\nbad",
+    "status": b"HTTP/1.1 20 OK\r\nContent-Length: 3\r\n\r\nbad",
+    "huge-head": b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"a" * 9000 + b"\r\n" +
+                 b"Content-Length: 3\r\n\r\nbad",
+    "upgrade": b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\nbad",
+    "extra": b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n" +
+             b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nsmuggled\n",
+}
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def parse_request(self):
+        if LOG:
+            with open(LOG, "ab") as f:
+                f.write(self.raw_requestline.rstrip(b"\r\n") + b"\n")
+        return super().parse_request()
 
     def log_message(self, *a):
         pass
@@ -33,6 +61,12 @@ class Handler(BaseHTTPRequestHandler):
         return self.rfile.read(int(self.headers.get("Content-Length", "0")))
 
     def do_GET(self):
+        if self.path.startswith("/raw/"):
+            self.wfile.write(RAW[self.path[5:]])
+            self.wfile.flush()
+            if self.path[5:] == "upgrade":
+                self.close_connection = True
+            return
         if self.path.startswith("/hang"):
             time.sleep(30)
             self.send_body(b"late\n")
@@ -63,4 +97,5 @@ class Handler(BaseHTTPRequestHandler):
 
 
 ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer.request_queue_size = 256  # many gateway connections at once (attack tests)
 ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
