@@ -23,7 +23,19 @@ export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/bus.sock
 PIDS=()
 
 log() { echo "[$TEST] $*" >&2; }
-fail() { log "FAIL: $*"; exit 1; }
+# fail MESSAGE: the test fails, from wherever it is called. errexit and `exit` end only the
+# subshell they run in: a fail inside $(...), a pipeline or a background job would be lost (its
+# status swallowed by the command around it), so it also signals the test's own shell ($$ is
+# that shell's pid in every subshell), which exits 1 and runs the clean-up.
+fail() {
+	log "FAIL: $*"
+	if [ "$BASHPID" != "$$" ]; then kill -USR1 "$$" 2>/dev/null; fi
+	exit 1
+}
+trap 'exit 1' USR1
+# timeout(1) and ^C: exit through the clean-up too (daemons, namespaces, nftables table)
+trap 'exit 143' TERM
+trap 'exit 130' INT
 expect() { # expect DESCRIPTION CMD...: the command must succeed
 	local what=$1
 	shift
@@ -112,9 +124,16 @@ stop_pid() {
 	kill -KILL "$pid" 2>/dev/null || true
 }
 
+# at_exit CMD: run CMD (a string, eval'd) first thing in the clean-up, newest first. Tests add
+# to the clean-up here rather than replacing the EXIT trap, which would lose the exit status.
+EXIT_HOOKS=()
+at_exit() { EXIT_HOOKS+=("$1"); }
+
 cleanup() {
 	local rc=${1:-$?}
 	set +e
+	trap '' USR1
+	for ((i = ${#EXIT_HOOKS[@]} - 1; i >= 0; i--)); do eval "${EXIT_HOOKS[i]}"; done
 	local spawners
 	spawners=$(pgrep -P "${PID_netnsd:-0}" 2>/dev/null)
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[i]}"; done
@@ -140,17 +159,43 @@ trap 'cleanup $?' EXIT
 # D-Bus helpers
 call() { busctl --system call org.warren.Warren1 "$@"; }
 mgr() { call /org/warren/Warren1 org.warren.Warren1.Manager "$@"; }
-sbprop() { busctl --system get-property org.warren.Warren1 "/org/warren/Warren1/sandbox/$1" \
-	org.warren.Warren1.Sandbox "$2" | cut -d' ' -f2- | tr -d '"'; }
-ctl() { warrenctl "$@"; }
-# create TEMPLATE [wait]: prints the id
-create() {
+# sbprop ID NAME: prints a sandbox property's value (quotes dropped). A property that cannot be
+# read (no such sandbox, no such property, no bus) fails the test: an empty string must mean
+# the property is empty, never that the read failed.
+sbprop() {
 	local out
+	out=$(busctl --system get-property org.warren.Warren1 "/org/warren/Warren1/sandbox/$1" \
+		org.warren.Warren1.Sandbox "$2" 2>&1) || fail "cannot read $2 of sandbox $1: $out"
+	[[ $out == *" "* ]] || fail "unexpected reply for $2 of sandbox $1: $out"
+	printf '%s\n' "${out#* }" | tr -d '"'
+}
+# has_state ID STATE: the sandbox is in STATE now (for wait_for; never fails the test itself)
+has_state() {
+	[ "$(busctl --system get-property org.warren.Warren1 "/org/warren/Warren1/sandbox/$1" \
+		org.warren.Warren1.Sandbox State 2>/dev/null)" = "s \"$2\"" ]
+}
+ctl() { warrenctl "$@"; }
+# create TEMPLATE [wait]: prints the new sandbox's id. A failed CreateSandbox, or a reply
+# without a 12-hex id, fails the test (also from inside $(...), see fail).
+create() {
+	local out id
 	if [ "${2:-}" = wait ]; then
-		out=$(mgr CreateSandbox sa{sv} "$1" 1 wait b true)
+		out=$(mgr CreateSandbox sa{sv} "$1" 1 wait b true 2>&1) ||
+			fail "CreateSandbox $1 (wait) failed: $out"
 	else
-		out=$(mgr CreateSandbox sa{sv} "$1" 0)
+		out=$(mgr CreateSandbox sa{sv} "$1" 0 2>&1) || fail "CreateSandbox $1 failed: $out"
 	fi
-	echo "$out" | awk '{print $2}' | tr -d '"'
+	id=$(awk '{print $2}' <<<"$out" | tr -d '"')
+	[[ $id =~ ^[0-9a-f]{12}$ ]] || fail "CreateSandbox $1 gave no sandbox id: $out"
+	echo "$id"
+}
+# ids_in TEXT: the 12-hex sandbox ids in a D-Bus reply or warrenctl output, one a line
+ids_in() { grep -oE '\b[0-9a-f]{12}\b' <<<"$1" || true; }
+# expect_count DESCRIPTION N LIST: LIST (one item a line) has exactly N non-empty items. Loops
+# over children check this first, so that zero children cannot pass them.
+expect_count() {
+	local n
+	n=$(grep -c . <<<"$3" || true)
+	expect "$1 ($n of $2)" test "$n" = "$2"
 }
 sb_url() { echo "http://$1.warren.localhost:$GW_PORT/"; }

@@ -51,12 +51,20 @@ PY
 )
 expect "Upgrade tunnel echoes ($out)" grep -q "101.*ping-through-tunnel" <<<"$out"
 # a hung upstream request does not hold up the others
+# (functional, not a speed claim: the 20 are answered while the hung one is still open; the
+# upstream holds /hang for 30 s and curl gives up after 20, so a gateway that served the 20 only
+# after the hung one would find it gone)
 curl -s --max-time 20 "$GW/s/$A/hang" >/dev/null &
 hung=$!
+sleep 0.5
+expect "the /hang request is in flight" kill -0 "$hung"
 t0=$(date +%s%N)
-for i in $(seq 20); do curl -fsS "$GW/s/$B/q$i" >/dev/null || fail "request $i"; done
+for i in $(seq 20); do
+	out=$(curl -fsS --max-time 15 "$GW/s/$B/q$i") || fail "request $i beside the hung one"
+	[ "$out" = "hello path=/q$i" ] || fail "request $i beside the hung one: $out"
+done
 t1=$(date +%s%N)
-expect "20 requests beside a hung one in $(((t1 - t0) / 1000000)) ms" test $(((t1 - t0) / 1000000)) -lt 5000
+expect "20 requests answered beside a hung one, which is still open ($(((t1 - t0) / 1000000)) ms)" kill -0 "$hung"
 kill $hung 2>/dev/null || true
 # failed route: 502 with the reason
 $POKE "$SOCK" setroute $B 127.0.0.1 "$UP" failed 0 "its app exited with status 3" >/dev/null
@@ -69,13 +77,22 @@ $POKE "$SOCK" setroute $C 127.0.0.1 "$FREE" starting 1000 >/dev/null
 t0=$(date +%s%N)
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$GW/s/$C/")
 t1=$(date +%s%N)
-expect "starting route that never answers: 504 after ~1 s ($(((t1 - t0) / 1000000)) ms)" test "$code" = 504
+expect "starting route that never answers: 504" test "$code" = 504
+# held, not refused at once: the 504 comes no sooner than the route's start timeout (the hold
+# starts when the gateway reads the request, after curl's clock started). No upper bound here
+# but curl's 10 s: speed belongs in bench/.
+expect "the 504 came after the 1 s start timeout ($(((t1 - t0) / 1000000)) ms)" test $(((t1 - t0) / 1000000)) -ge 1000
 # starting route whose app comes up while the request is held
 $POKE "$SOCK" setroute $C 127.0.0.1 "$FREE" starting 10000 >/dev/null
-(sleep 0.7; exec python3 "$SOURCE/tests/helpers/upstream.py" "$FREE") &
+curl -s --max-time 10 "$GW/s/$C/late" >"$T/late" 2>&1 &
+late=$!
+sleep 0.7
+expect "the request is held while nothing listens (not answered yet)" kill -0 "$late"
+expect "nothing listens on the app's port yet" sh -c "! ss -Hltn 'sport = :$FREE' | grep -q ."
+python3 "$SOURCE/tests/helpers/upstream.py" "$FREE" &
 PIDS+=($!)
-out=$(curl -s --max-time 10 "$GW/s/$C/late")
-expect "held request answered once the app is up ($out)" grep -q "hello path=/late" <<<"$out"
+wait "$late" || fail "held request: curl failed: $(cat "$T/late")"
+expect "held request answered once the app is up ($(cat "$T/late"))" grep -q "hello path=/late" "$T/late"
 # a route whose runtime is not up yet is not probed: its app answering changes nothing until
 # SetRoute says the runtime runs
 D=dddddddddddd

@@ -24,13 +24,15 @@ expect "and the parent still runs" test "$(sbprop "$id" State)" = running
 busctl --system monitor --match "type='signal',interface='org.warren.Warren1.Manager',member='Progress'" >"$T/progress" 2>&1 &
 mon=$!
 sleep 0.3
-ids=$(warrenctl fork t1 3 2>"$T/bar")
+out=$(warrenctl fork t1 3 2>"$T/bar") || fail "fork t1 3: $out $(cat "$T/bar")"
+ids=$(ids_in "$out")
 log "children: $(echo $ids)"
 sleep 0.3
 kill $mon
 expect "fork reported progress signals" grep -q '"children routed"' "$T/progress"
 expect "warrenctl drew a progress bar" grep -q "3/3 children routed" "$T/bar"
-expect "three children" test "$(echo "$ids" | wc -l)" = 3
+expect_count "fork t1 3 printed three children and nothing else" 3 "$out"
+expect_count "three distinct children, none of them the parent" 3 "$(grep -vx "$id" <<<"$ids" | sort -u)"
 for c in $ids; do
 	expect "child $c answers under its own id" wait_for 30 sh -c "curl -fsS --max-time 5 $(sb_url "$c") | grep -q heap_mib"
 	expect "child $c carries the parent's state" test "$(warrenctl exec "$c" -- /bin/cat /tmp/marker)" = parent-state
@@ -51,7 +53,13 @@ expect "snapshotd is still up" helpers_up
 warrenctl rmtag t2
 expect "RemoveTag removes it" test ! -e "$T/images/t2"
 # BranchSandbox: snapshot + fork while the parent goes on
-ids=$(mgr BranchSandbox ssu "$id" b1 2)
-log "branch: $ids"
-expect "branch children answer" wait_for 30 sh -c "for c in \$(echo '$ids' | grep -o '\"[0-9a-f]*\"' | tr -d '\"'); do curl -fsS --max-time 5 http://127.0.0.1:$GW_PORT/s/\$c/ | grep -q heap_mib || exit 1; done"
+out=$(mgr BranchSandbox ssu "$id" b1 2)
+log "branch: $out"
+ids=$(ids_in "$out")
+expect "BranchSandbox answers an array of two ($out)" grep -q '^as 2 ' <<<"$out"
+expect_count "two distinct children, none of them the parent" 2 "$(grep -vx "$id" <<<"$ids" | sort -u)"
+for c in $ids; do
+	expect "branch child $c answers" wait_for 30 sh -c "curl -fsS --max-time 5 http://127.0.0.1:$GW_PORT/s/$c/ | grep -q heap_mib"
+	expect "branch child $c carries the parent's state" test "$(warrenctl exec "$c" -- /bin/cat /tmp/marker)" = parent-state
+done
 expect "the branched parent answers" wait_for 30 sh -c "curl -fsS --max-time 5 $(sb_url "$id") | grep -q heap_mib"
