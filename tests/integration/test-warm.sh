@@ -23,7 +23,9 @@ expect "with compression forced on, a tag image is compressed ($tags)" grep -q '
 expect "its header says zstd and its files are .zst" sh -c "grep -q '^compression=zstd' $T/images/wz1/warren-image && ls $T/images/wz1 | grep -q '\.zst$'"
 expect "warm images are not compressed" grep -q '"warm-warmweb" "warmweb" [0-9]* false' <<<"$tags"
 expect "its header says none and no file is .zst" sh -c "grep -q '^compression=none' $T/images/warm-warmweb/warren-image && ! ls $T/images/warm-warmweb | grep -q '\.zst$'"
-warrenctl rmtag wz1
+# the snapshotted sandbox is restored from wz1 in place: the tag can go once it runs again
+expect "the snapshotted sandbox runs again" wait_for 30 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$a org.warren.Warren1.Sandbox State)\" = 's \"running\"' ]"
+expect "its tag is removed" wait_for 20 warrenctl rmtag wz1
 warrenctl rmtag warm-warmweb
 c=$(create warmweb wait)
 expect "without its image a create is cold again" test -z "$(sbprop "$c" Image)"
