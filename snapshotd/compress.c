@@ -8,6 +8,7 @@
  * decompresses it into a cache on tmpfs (<cache>/<tag>.<header inode>, built under a temporary
  * name and renamed, so it is whole or absent) and every later restore of the tag maps that:
  * runsc and QEMU need plain files (QEMU maps the RAM file). RemoveTag drops the cache too. */
+#include "fault.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -125,6 +126,8 @@ compress_file(int dirfd, const char *name, int level)
 				r = -EIO;
 				break;
 			}
+			if (ob.pos > 0) /* tests: a crash with part of the image written */
+				fault_point("image-write");
 		} while (r == 0 && (mode == ZSTD_e_end ? left != 0 : ib.pos < ib.size));
 		if (r < 0 || k == 0)
 			break;

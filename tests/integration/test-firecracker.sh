@@ -40,6 +40,7 @@ expect "the image holds state and RAM" test -s "$T/images/fc1/state" -a -s "$T/i
 expect "the parent resumed in place" kill -0 "$pid"
 expect "the parent answers" sh -c "curl -fsS --max-time 10 $(sb_url "$id") | grep -q Warren"
 ids=$(warrenctl fork fc1 2)
+expect "ForkTag of 2 gave two children ($(echo $ids))" test "$(wc -w <<<"$ids")" = 2
 for c in $ids; do
 	expect "child $c answers" wait_for 30 sh -c "curl -fsS --max-time 5 $(sb_url "$c") | grep -q Warren"
 	expect "child $c has the parent's state and its own id" test "$(warrenctl exec "$c" -- /bin/busybox cat /tmp/marker /run/warren/id)" = "fc-state
@@ -47,7 +48,8 @@ $c"
 done
 c1=$(echo "$ids" | head -1)
 warrenctl exec "$c1" -- /bin/busybox sh -c 'echo child-state > /tmp/marker2' || fail "exec"
-g=$(mgr BranchSandbox ssu "$c1" fc2 1 | grep -o '"[0-9a-f]\{12\}"' | tr -d '"')
+g=$(mgr BranchSandbox ssu "$c1" fc2 1 | grep -o '"[0-9a-f]\{12\}"' | tr -d '"' || true)
+expect "BranchSandbox of 1 gave one grandchild ($g)" test "$(wc -w <<<"$g")" = 1
 line=$(grep "snapshot of $c1" "$T/netnsd/bundles/$c1/vmm.log" | tail -1)
 expect "a Diff snapshot of the restored child took only its written pages ($line)" sh -c "echo '$line' | grep -q ', [1-9][0-9]* pages written since restore' && ! echo '$line' | grep -q 'whole RAM'"
 expect "the grandchild has both states" test "$(warrenctl exec "$g" -- /bin/busybox cat /tmp/marker /tmp/marker2)" = "fc-state

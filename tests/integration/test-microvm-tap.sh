@@ -39,6 +39,7 @@ expect "the guest cannot reach a host service at $hostaddr (exit $rc)" test "$rc
 warrenctl exec "$id" -- /bin/busybox sh -c 'echo tap-state > /tmp/marker' || fail "exec"
 call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Snapshot s tap1 >/dev/null
 ids=$(warrenctl fork tap1 2)
+expect "ForkTag of 2 gave two children ($(echo $ids))" test "$(wc -w <<<"$ids")" = 2
 for c in $ids; do
 	expect "child $c answers through its own slot" wait_for 60 sh -c "curl -fsS --max-time 5 $(sb_url "$c") | grep -q Warren"
 	expect "child $c has the parent's state and its own id" test "$(warrenctl exec "$c" -- /bin/busybox cat /tmp/marker /run/warren/id)" = "tap-state

@@ -1,9 +1,12 @@
 #!/bin/bash
 # The microVM backend through the qemu driver, for real: QEMU (TCG here) boots the web
-# template's initramfs with warren-agent as PID 1 in a namespace slot; the gateway reaches it;
+# template's initramfs with warren-agent as PID 1 in a namespace slot, with the boot options
+# Warren claims (quiet, i8042.*, init_on_free, the TSC rate) on the guest's command line; the
+# gateway reaches it;
 # Exec goes through the agent; Snapshot pauses the VM, writes its state and RAM and resumes it in
 # place; ForkTag restores children that share the one RAM file (mapped private), each told its
-# own identity and the time by the agent; a restored child branched with write tracking;
+# own identity and the time by the agent (within 2 s, where an unset clock would lag by 10 s);
+# a restored child branched with write tracking (some pages, far fewer than the VM has);
 # freeze/thaw; the program's end fails the sandbox;
 # nothing (VMM, RAM file, cgroup) is left after Destroy.
 source "$(dirname "$0")/lib.sh"
@@ -30,6 +33,16 @@ expect "the VMM runs as warren-vm" test "$(ps -o user= -p "$pid")" = warren-vm
 expect "the VMM is in the slot's namespace, not the host's" test "$(readlink /proc/$pid/ns/net)" != "$(readlink /proc/self/ns/net)"
 expect "the VMM is in the sandbox's cgroup" grep -q "$CGROUP_PARENT/$id" /proc/$pid/cgroup
 
+# the boot options Warren claims reach the guest's kernel (and QEMU was given them)
+words() { tr ' \0' '\n\n' | grep -v '^$'; }
+guest_cmdline=$(warrenctl exec "$id" -- /bin/busybox cat /proc/cmdline)
+log "guest /proc/cmdline: $guest_cmdline"
+for o in quiet i8042.noaux i8042.nomux i8042.nopnp i8042.dumbkbd init_on_free=1 panic=-1; do
+	expect "the guest kernel booted with $o" grep -qxF -- "$o" <(words <<<"$guest_cmdline")
+	expect "QEMU's -append carried $o" grep -qxF -- "$o" <(words </proc/$pid/cmdline)
+done
+expect "and the TSC rate" grep -qx 'tsc_early_khz=[1-9][0-9]*' <(words <<<"$guest_cmdline")
+
 expect "exec through the agent sees the sandbox id" test "$(warrenctl exec "$id" -- /bin/busybox cat /run/warren/id)" = "$id"
 set +e
 err=$(warrenctl exec "$id" -- /bin/busybox sh -c 'echo out; echo err >&2; exit 3' 2>&1 >/dev/null)
@@ -47,15 +60,22 @@ expect "the cold parent's RAM file was copied whole" grep -q "snapshot of $id: .
 expect "the parent is running" test "$(sbprop "$id" State)" = running
 expect "the parent answers" sh -c "curl -fsS --max-time 10 $(sb_url "$id") | grep -q Warren"
 
+# The guest clock stands still from the snapshot to the restore: wait before forking, so a child
+# whose clock was not set after its restore lags the host by at least this much
+LAG=10
+sleep $LAG
 ids=$(warrenctl fork vm1 2)
-expect "two children" test "$(echo "$ids" | wc -l)" = 2
+expect "two children ($(echo $ids))" test "$(wc -w <<<"$ids")" = 2
 for c in $ids; do
 	expect "child $c answers under its own id" wait_for 60 sh -c "curl -fsS --max-time 5 $(sb_url "$c") | grep -q Warren"
 	expect "child $c is a microVM" test "$(sbprop "$c" Backend)" = microvm
 	expect "child $c carries the parent's state" test "$(warrenctl exec "$c" -- /bin/busybox cat /tmp/marker)" = parent-state
 	expect "child $c was told its own identity" test "$(warrenctl exec "$c" -- /bin/busybox cat /run/warren/id)" = "$c"
+	h0=$(date +%s)
 	t=$(warrenctl exec "$c" -- /bin/busybox date +%s)
-	expect "child $c was told the time ($t vs $(date +%s))" test $(( $(date +%s) - t )) -lt 30
+	h1=$(date +%s)
+	# within 2 s of the host, either side: a clock not set would be $LAG s or more behind
+	expect "child $c was told the time (guest $t, host $h0..$h1)" test "$t" -ge $((h0 - 2)) -a "$t" -le $((h1 + 2))
 done
 cpid=$(pgrep -f "^/usr/bin/qemu-system-x86_64.*$T/netnsd/bundles/$(echo "$ids" | head -1)" | head -1)
 expect "children map the image's RAM file, not a copy" grep -q "$T/images/vm1/ram" /proc/$cpid/maps
@@ -65,10 +85,17 @@ expect "children map the image's RAM file, not a copy" grep -q "$T/images/vm1/ra
 c1=$(echo "$ids" | head -1)
 warrenctl exec "$c1" -- /bin/busybox sh -c 'echo child-state > /tmp/marker2' || fail "exec"
 out=$(mgr BranchSandbox ssu "$c1" vm2 1)
-g=$(echo "$out" | grep -o '"[0-9a-f]\{12\}"' | tr -d '"')
+g=$(echo "$out" | grep -o '"[0-9a-f]\{12\}"' | tr -d '"' || true)
+expect "BranchSandbox of 1 gave one grandchild ($out)" test "$(wc -w <<<"$g")" = 1
 log "branch of $c1: $g; $(grep -h 'snapshot of' "$T/netnsd/bundles/$c1/vmm.log")"
 line=$(grep "snapshot of $c1" "$T/netnsd/bundles/$c1/vmm.log" | tail -1)
-expect "the branched child wrote only the pages it changed while paused ($line)" sh -c "echo '$line' | grep -q ', [1-9][0-9]* pages written since restore' && ! echo '$line' | grep -q 'whole RAM'"
+# the VM's page count from its RAM size (QEMU's -m, in MiB)
+ram_mib=$(tr '\0' '\n' </proc/$cpid/cmdline | grep -x -A1 -- -m | tail -1 | tr -d m)
+total=$((ram_mib * 256))
+written=$(sed -n 's/.*, \([0-9]*\) pages written since restore.*/\1/p' <<<"$line")
+log "the branched child wrote ${written:-?} of $total pages ($ram_mib MiB) since its restore"
+expect "the branch took the restored child's written pages, not the whole RAM ($line)" sh -c "echo '$line' | grep -q 'pages written since restore' && ! echo '$line' | grep -q 'whole RAM'"
+expect "it wrote some pages, far fewer than the VM has (${written:-none} of $total)" test "${written:-0}" -gt 0 -a "${written:-0}" -lt $((total / 8))
 expect "the grandchild answers" wait_for 60 sh -c "curl -fsS --max-time 5 $(sb_url "$g") | grep -q Warren"
 expect "the grandchild has the child's new state" test "$(warrenctl exec "$g" -- /bin/busybox cat /tmp/marker2)" = child-state
 expect "and the parent's older state" test "$(warrenctl exec "$g" -- /bin/busybox cat /tmp/marker)" = parent-state
@@ -98,6 +125,7 @@ expect "its root is the disk under an overlay" sh -c "warrenctl exec $a -- /bin/
 warrenctl exec "$a" -- /bin/sh -c 'echo app-state > /tmp/marker' || fail "exec"
 call "/org/warren/Warren1/sandbox/$a" org.warren.Warren1.Sandbox Snapshot s vmapp >/dev/null
 ac=$(warrenctl fork vmapp 1)
+expect "ForkTag of 1 gave one child ($ac)" test "$(wc -w <<<"$ac")" = 1
 expect "a child of the app VM answers and walks its heap" wait_for 60 sh -c "curl -fsS --max-time 10 $(sb_url "$ac")touch | grep -q touched_mib"
 expect "it has the parent's state and its own id" test "$(warrenctl exec "$ac" -- /bin/cat /tmp/marker /run/warren/id)" = "app-state
 $ac"

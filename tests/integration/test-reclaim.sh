@@ -1,13 +1,17 @@
 #!/bin/bash
 # Reclaim of a frozen sandbox into zswap: set-up (swap file + zswap) is idempotent and undone
-# exactly; a frozen app sandbox holds much less afterwards and its heap is intact after thaw;
-# a running sandbox's memory is never touched (refused).
+# exactly; a frozen app sandbox holds much less afterwards, the pages it gave up are in zswap's
+# compressed pool, not written to the swap file (the kernel's zswpout/pswpout counters), and
+# its heap is intact after thaw; a running sandbox's memory is never touched (refused); after
+# UndoReclaim the machine's swap and zswap are as before.
 source "$(dirname "$0")/lib.sh"
 ZS=/sys/module/zswap/parameters
 # swap files cannot live on tmpfs, which /tmp may be: the swap goes under /var/lib/warren
 RD=/var/lib/warren/test-reclaim.$$
 before_swaps=$(tail -n +2 /proc/swaps | awk '{print $1}' | sort | tr '\n' ' ')
 before_zswap="$(cat $ZS/enabled) $(cat $ZS/compressor) $(cat $ZS/max_pool_percent)"
+before_swaptotal=$(awk '$1 == "SwapTotal:" {print $2}' /proc/meminfo)
+vmstat() { awk -v k="$1" '$1 == k {print $2}' /proc/vmstat; }
 restore() {
 	set +e
 	busctl --system call org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager UndoReclaim >/dev/null 2>&1
@@ -39,9 +43,20 @@ curl -fsS --max-time 10 "$(sb_url "$id")touch" >/dev/null
 out=$($POKE "$T/snapshotd.sock" reclaim "$id" 2>&1 || true)
 expect "reclaim of a running sandbox is refused ($out)" grep -q "not frozen" <<<"$out"
 held=$(sbprop "$id" MemoryCurrent)
+# pages stored in zswap (zswpout), pages written to a swap device (pswpout), pages zswap wrote
+# back to the device (zswpwb): system-wide, and only this test has swap while it holds the lock
+zout0=$(vmstat zswpout) pout0=$(vmstat pswpout) zwb0=$(vmstat zswpwb)
 warrenctl freeze "$id"
 expect "reclaimed after the freeze" wait_for 15 sh -c "[ \$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox ReclaimedBytes | cut -d' ' -f2) -gt 0 ]"
 after=$(sbprop "$id" MemoryCurrent)
+reclaimed=$(sbprop "$id" ReclaimedBytes)
+zout=$(($(vmstat zswpout) - zout0)) pout=$(($(vmstat pswpout) - pout0)) zwb=$(($(vmstat zswpwb) - zwb0))
+zswapped=$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager ZswappedBytes | cut -d' ' -f2)
+log "reclaim: $((reclaimed >> 20)) MiB reclaimed; $((zout * 4 >> 10)) MiB stored in zswap, $((pout * 4 >> 10)) MiB written to the swap file, $((zwb * 4 >> 10)) MiB written back; ZswappedBytes $((zswapped >> 20)) MiB"
+# the app's 64 MiB heap is most of what a frozen app sandbox gives up
+expect "the reclaimed pages went into zswap (at least 32 MiB stored)" test $((zout * 4096)) -ge $((32 << 20))
+expect "zswap holds them now (ZswappedBytes >= 32 MiB)" test "$zswapped" -ge $((32 << 20))
+expect "not to the swap file on disk (written $pout pages, written back $zwb, vs $zout in zswap)" test $(((pout + zwb) * 20)) -le "$zout"
 log "held $((held >> 20)) MiB before, $((after >> 20)) MiB after reclaim; zswap pool $(($(grep '^Zswap:' /proc/meminfo | awk '{print $2}') / 1024)) MiB"
 expect "holds less than a third after reclaim" test $((after * 3)) -lt "$held"
 out=$(curl -fsS --max-time 30 "$(sb_url "$id")touch")
@@ -52,3 +67,4 @@ out=$(mgr UndoReclaim)
 expect "undo removes the swap file" sh -c "! grep -q $RD/swapfile /proc/swaps && ! test -e $RD/swapfile"
 expect "undo restores zswap settings" test "$(cat $ZS/enabled) $(cat $ZS/compressor) $(cat $ZS/max_pool_percent)" = "$before_zswap"
 expect "the machine's swaps are as before" test "$(tail -n +2 /proc/swaps | awk '{print $1}' | sort | tr '\n' ' ')" = "$before_swaps"
+expect "and its swap total ($before_swaptotal kB)" test "$(awk '$1 == "SwapTotal:" {print $2}' /proc/meminfo)" = "$before_swaptotal"
