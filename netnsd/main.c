@@ -60,8 +60,9 @@ main(int argc, char **argv)
 	const char *subnet = "10.201.0.0", *prefix = "wrn", *table = "warren";
 	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
 	n.runsc = "/usr/bin/runsc";
-	n.images = (struct netnsd_images){.store = "/var/lib/warren/images",
-					  .cache = "/dev/shm/warren-images"};
+	/* snapshotd's store and cache: the spawner proves every image directory is in one */
+	struct image_proof_roots images = {.store = "/var/lib/warren/images",
+					   .cache = "/dev/shm/warren-images"};
 	n.cgroup_parent = "/warren";
 	n.vm = (struct microvm_config){.vmm = "qemu",
 				       .qemu = "/usr/bin/qemu-system-x86_64",
@@ -158,10 +159,10 @@ main(int argc, char **argv)
 			log_warning("--vm-ram-dir is ignored: guest RAM is anonymous memory");
 			break;
 		case 'S':
-			n.images.store = optarg;
+			images.store = optarg;
 			break;
 		case 'I':
-			n.images.cache = optarg;
+			images.cache = optarg;
 			break;
 		case 'C':
 			n.vm.console = true;
@@ -213,7 +214,8 @@ main(int argc, char **argv)
 				     .templates_dir = n.templates_dir,
 				     .isolation = &iso,
 				     .limits = &limits,
-				     .vm = &n.vm};
+				     .vm = &n.vm,
+				     .images = images};
 	int spawner_fd = -1;
 	if (!n.dc.seccomp_probe) {
 		spawner_fd = spawner_start(&sc, &spawner_pid);

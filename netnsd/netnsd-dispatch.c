@@ -1,7 +1,9 @@
 /* netnsd's request table and handlers. Every request comes from the supervisor (checked by
  * SO_PEERCRED at accept), which may be compromised: each is validated here (field checks and
- * the image proof in netnsd-validate.c) before anything privileged happens; runsc and VMM work
- * is forwarded to the spawner only after validation, with netnsd's own fds. */
+ * a first look at image fds in netnsd-validate.c) before anything privileged happens; runsc and
+ * VMM work is forwarded to the spawner only after validation, with netnsd's own slot fds. An
+ * image directory fd goes to the spawner as the supervisor sent it: the spawner, which writes
+ * there as root, proves it is snapshotd's (spawner/image-proof.c) before it acts. */
 #include "cgroup.h"
 #include "clock.h"
 #include "fileio.h"
@@ -249,8 +251,8 @@ forward(struct netnsd *n, struct ipc_call *call, const char *id, const int *fds,
 	return IPC_DEFER;
 }
 
-/* Validate a spawn or restore and forward it with netnsd's own fd for the slot (and for the
- * image, which netnsd opened itself beneath snapshotd's store). */
+/* Validate a spawn or restore and forward it with netnsd's own fd for the slot (and, for a
+ * restore, the supervisor's image fd, which the spawner proves before use). */
 static int
 start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q,
 	      bool restore)
@@ -301,9 +303,7 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 					      "the root disk of %s is not a file inside %s",
 					      q->rootfs, n->templates_dir);
 	}
-	_cleanup_close_ int image = -1;
-	if (restore && (r = netnsd_image_open(&n->images, call->fds[1], NETNSD_IMAGE_RESTORE, vm,
-					      &image, why, sizeof why)) < 0) {
+	if (restore && (r = netnsd_validate_image_fd(call->fds[1], why, sizeof why)) < 0) {
 		log_warning("Restore of %s refused: %s", q->id, why);
 		return ipc_call_error(call, r, "%s", why);
 	}
@@ -312,7 +312,8 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 	int rr = restore && !vm ? pool_slot_refresh(n->pool, q->slot) : 0;
 	if (rr < 0)
 		return ipc_call_error(call, rr, "slot %u: cannot set its address again", q->slot);
-	/* The spawner gets canonical values and netnsd's own fd for the slot. */
+	/* The spawner gets canonical values, netnsd's own fd for the slot and the supervisor's
+	 * image fd as it came: the spawner proves that one is snapshotd's before using it. */
 	Warren__V1__SpawnSandboxRequest fwd = *q;
 	fwd.rootfs = real;
 	IpcRequest req = *call->req;
@@ -330,7 +331,7 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 	sb->vm = vm;
 	sb->next = n->sandboxes;
 	n->sandboxes = sb;
-	int fds[2] = {s->nsfd, image};
+	int fds[2] = {s->nsfd, restore ? call->fds[1] : -1};
 	r = forward(n, call, q->id, fds, restore ? 2 : 1, 120000);
 	call->req = orig;
 	if (r < 0)
@@ -358,17 +359,16 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	struct netnsd_sandbox *sb = sandbox_id_valid(id) ? sandbox_find(n, id) : NULL;
 	if (!sb || sb->exited || !sb->pid)
 		return ipc_call_error(call, -ENOENT, "no running sandbox %s", id);
-	/* the spawner creates the image's files in it as root: only an empty new image
-	 * directory of snapshotd's store, opened by netnsd itself, goes there */
+	/* the spawner creates the image's files in it as root: it proves the directory is an
+	 * empty new one of snapshotd's store itself (spawner/image-proof.c) before runsc or the
+	 * VMM writes there; here only what can be seen without the store */
 	char why[300];
-	_cleanup_close_ int image = -1;
-	int r = netnsd_image_open(&n->images, call->fds[0], NETNSD_IMAGE_CHECKPOINT, sb->vm, &image,
-				  why, sizeof why);
+	int r = netnsd_validate_image_fd(call->fds[0], why, sizeof why);
 	if (r < 0) {
 		log_warning("Checkpoint of %s refused: %s", id, why);
 		return ipc_call_error(call, r, "%s", why);
 	}
-	return forward(n, call, id, &image, 1, 120000);
+	return forward(n, call, id, call->fds, 1, 120000);
 }
 
 static int

@@ -29,7 +29,6 @@ struct netnsd {
 	const char *cgroup_parent;
 	const char *runsc;
 	struct microvm_config vm;
-	struct netnsd_images images; /* snapshotd's store and cache: where images must be */
 	struct netnsd_sandbox *sandboxes;
 	struct claim_waiter *waiters;
 };

@@ -168,13 +168,59 @@ compress_image_files(struct snapshotd *s, int dirfd)
 	return r;
 }
 
+/* A member of a sealed image, opened on the image's directory fd without following a symlink
+ * (0.2.0 read it through /proc/self/fd/N/name, which follows one): a regular file or nothing. */
+static int
+member_open(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EBADF;
+	}
+	return fd;
+}
+
+/* Copy a member kept uncompressed into the cache's new directory, fd to fd. */
+static int
+copy_member(int dirfd, const char *name, int outdir)
+{
+	_cleanup_close_ int in = member_open(dirfd, name);
+	if (in < 0)
+		return in;
+	_cleanup_close_ int out =
+	    openat(outdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return -errno;
+	char buf[65536];
+	for (;;) {
+		ssize_t k = read(in, buf, sizeof buf);
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return 0;
+		for (ssize_t off = 0; off < k;) {
+			ssize_t w = write(out, buf + off, (size_t)(k - off));
+			if (w < 0)
+				return -errno;
+			off += w;
+		}
+	}
+}
+
 /* Stream-decompress from (dirfd, zname) into (outdir, name); holes for zero pages. */
 static int
 decompress_file(int dirfd, const char *zname, int outdir, const char *name)
 {
-	_cleanup_close_ int in = openat(dirfd, zname, O_RDONLY | O_CLOEXEC);
-	_cleanup_close_ int out = openat(outdir, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (in < 0 || out < 0)
+	_cleanup_close_ int in = member_open(dirfd, zname);
+	if (in < 0)
+		return in;
+	_cleanup_close_ int out =
+	    openat(outdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
 		return -errno;
 	ZSTD_DCtx *dc = ZSTD_createDCtx();
 	size_t isz = ZSTD_DStreamInSize(), osz = ZSTD_DStreamOutSize();
@@ -264,15 +310,7 @@ image_decompressed(struct snapshotd *s, const char *tag, int dirfd, int *out_fd)
 			r = decompress_file(dirfd, de->d_name, tfd, name);
 		} else {
 			/* small files were kept as they are */
-			_cleanup_free_ char *data = NULL;
-			size_t len = 0;
-			char src[700];
-			snprintf(src, sizeof src, "/proc/self/fd/%d/%s", dirfd, de->d_name);
-			char dst[700];
-			snprintf(dst, sizeof dst, "%s/%s", tmp, de->d_name);
-			r = file_read_all(src, &data, &len);
-			if (r == 0)
-				r = file_write_atomic(dst, data, len, 0600, false);
+			r = copy_member(dirfd, de->d_name, tfd);
 		}
 	}
 	closedir(d);

@@ -2,11 +2,13 @@
  * sandboxes' memory. Opens its store, drops to the capabilities in snapshotd-sandbox.c, loads
  * its seccomp allow-list and serves the supervisor. */
 #include "log.h"
+#include "macro.h"
 #include "notify.h"
 #include "privdrop.h"
 #include "snapshotd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,20 +19,36 @@
  * here if missing, and used only if it is a real directory of ours alone (0700), or another
  * user who made it first would read (and change) tenants' decompressed images. */
 static int
-cache_dir_check(const char *dir)
+cache_dir_check(const char *dir, uid_t user, gid_t group)
 {
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return log_error_errno(-errno, "Cannot create the image cache %s: %m", dir);
-	struct stat st;
+	struct stat st, fst;
 	if (lstat(dir, &st) < 0)
 		return log_error_errno(-errno, "Image cache %s: %m", dir);
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700)
+	int fd =
+	    S_ISDIR(st.st_mode) ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	/* the directory checked is the one opened (and chown'ed below) */
+	bool same = fd >= 0 && fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev &&
+		    fst.st_ino == st.st_ino;
+	/* user: started as root (the tests' harness), the user it switches to, who may already
+	 * own the cache from an earlier start */
+	bool ours = st.st_uid == geteuid() || (user != (uid_t)-1 && st.st_uid == user);
+	if (!same || !ours || (st.st_mode & 07777) != 0700) {
+		safe_close(fd);
 		return log_error_errno(-EACCES,
 				       "Image cache %s is not a directory of ours alone (owner %u, "
 				       "mode %04o%s): refusing to start",
 				       dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
 				       S_ISLNK(st.st_mode) ? ", a symlink" : "");
-	return 0;
+	}
+	/* and hands it to that user, as it does the store: snapshotd then writes decompressed
+	 * images there without CAP_DAC_OVERRIDE */
+	int r = 0;
+	if (user != (uid_t)-1 && st.st_uid != user && fchown(fd, user, group) < 0)
+		r = log_error_errno(-errno, "Image cache %s: chown: %m", dir);
+	close(fd);
+	return r;
 }
 
 int
@@ -105,17 +123,19 @@ main(int argc, char **argv)
 	}
 	if (s.store_fd >= 0)
 		image_clean_temporaries(&s);
-	if (!s.dc.seccomp_probe && cache_dir_check(s.cache_dir) < 0)
+	bool root = geteuid() == 0;
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1;
+	if (root && privdrop_lookup_user(snapshotd_user, &uid, &gid) < 0)
+		uid = (uid_t)-1, gid = (gid_t)-1;
+	if (!s.dc.seccomp_probe && cache_dir_check(s.cache_dir, uid, gid) < 0)
 		return 1;
 	int lfd = daemon_listen(&s.dc);
 	if (lfd < 0)
 		return 1;
-	bool root = geteuid() == 0;
-	/* The store becomes its own user's, so the images it writes after the drop are too. */
-	uid_t uid;
-	gid_t gid;
-	if (root && s.store_fd >= 0 && privdrop_lookup_user(snapshotd_user, &uid, &gid) == 0 &&
-	    fchown(s.store_fd, uid, gid) < 0)
+	/* The store becomes its own user's, so the images it writes after the drop are too (and
+	 * the spawner hands it the files runsc and the VMMs write there: image-proof.c). */
+	if (root && s.store_fd >= 0 && uid != (uid_t)-1 && fchown(s.store_fd, uid, gid) < 0)
 		return log_error_errno(-errno, "chown %s: %m", s.store_dir), 1;
 	/* From root (the tests' harness) it switches itself; under the unit or warren-launch it
 	 * starts as its user with the capabilities ambient, and privdrop checks that. */

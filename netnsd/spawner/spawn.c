@@ -5,7 +5,12 @@
  * A gVisor sandbox's stdout/stderr (and runsc's own messages) go into a pipe the spawner drains
  * at a bounded rate into <bundle>/runsc.log, which rotates once to runsc.log.1 at 1 MiB: a guest
  * that writes without end fills neither the disk nor the spawner, and waits on its own writes.
- * The last bytes stay in memory as the reason a start or checkpoint failed. */
+ * The last bytes stay in memory as the reason a start or checkpoint failed.
+ * Image directories come from the supervisor through netnsd as it sent them: the spawner, which
+ * writes there as root, proves each is snapshotd's (image-proof.c) before runsc or the VMM sees
+ * it, uses only its own fd of it afterwards, and hands the files it wrote to snapshotd's uid.
+ * `runsc exec` writes into pipes the spawner drains into memfds of at most EXEC_OUTPUT_MAX
+ * bytes per stream, as the microVM agent's output is bounded (microvm.c). */
 #include "spawn.h"
 #include "cgroup.h"
 #include "microvm.h"
@@ -14,7 +19,6 @@
 #include "log.h"
 #include "macro.h"
 #include "names.h"
-#include "netnsd-validate.h"
 #include "oci-spec.h"
 #include "rootfs.h"
 
@@ -38,6 +42,7 @@
 #define CONSOLE_FILE_MAX (1 << 20)  /* runsc.log rotates to runsc.log.1 at this size */
 #define CONSOLE_RATE (256 << 10)     /* bytes drained per second; beyond, the guest's writes wait */
 #define CONSOLE_TAIL 1024            /* kept in memory for failure reasons */
+#define EXEC_OUTPUT_MAX MICROVM_EXEC_OUTPUT_MAX /* per stream of an exec, in the spawner's memory */
 
 struct console {
 	int rfd, wfd; /* the pipe; the write end is kept for later runsc commands (checkpoint) */
@@ -67,13 +72,27 @@ struct sb {
 /* CMD_KILL: `runsc kill` of an exec'd process whose `runsc exec` client timed out */
 enum cmd_kind { CMD_RUN, CMD_DELETE, CMD_EXEC, CMD_CHECKPOINT, CMD_VM_RESTORE, CMD_KILL };
 
+/* One stream of a gVisor exec: runsc exec writes into a pipe; the spawner copies at most
+ * EXEC_OUTPUT_MAX bytes into the memfd the supervisor gets, and reads and drops the rest so the
+ * exec runs to its end (a guest that writes without end is stopped by the exec timeout). */
+struct exec_stream {
+	int pipe; /* read end, non-blocking */
+	int memfd;
+	size_t size;
+	bool truncated;
+	struct event *ev;
+};
+
 struct cmd {
 	pid_t pid;
 	enum cmd_kind kind;
 	struct sb *sb;
 	struct ipc_call *call;
 	int out_fd, err_fd;
-	int image_fd; /* checkpoint/restore: the image directory, kept open until runsc is done */
+	/* checkpoint/restore: the proven image directory (fd -1 if none), kept open until runsc
+	 * is done, and the store's owner who gets the files written there */
+	struct image_proof image;
+	struct exec_stream *streams[2]; /* gVisor exec: stdout and stderr being drained */
 	struct event *timer;
 	char *error; /* a failed run being cleaned up: the error to answer with */
 	char *pidfile; /* gVisor exec: where runsc writes the exec'd process's pid in the sandbox */
@@ -313,7 +332,7 @@ cmd_start(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, char **argv,
 	c->call = call;
 	c->out_fd = out_fd;
 	c->err_fd = err_fd;
-	c->image_fd = -1;
+	c->image.fd = -1;
 	c->next = cmds;
 	cmds = c;
 	return 0;
@@ -341,6 +360,108 @@ cmd_start_fn(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, cmd_fn fn
 	return r;
 }
 
+/* Copy what the pipe holds now into the memfd, up to EXEC_OUTPUT_MAX; beyond, read and drop.
+ * At most max bytes per call, so a guest that writes without end cannot hold the loop. */
+static void
+exec_stream_drain(struct exec_stream *e, size_t max)
+{
+	static char buf[65536];
+	size_t done = 0;
+	while (e->pipe >= 0 && done < max) {
+		ssize_t k = read(e->pipe, buf, sizeof buf);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0 || errno != EAGAIN) {
+				/* end of file, or broken: nothing more will come */
+				if (e->ev)
+					event_del(e->ev);
+				e->pipe = safe_close(e->pipe);
+			}
+			return;
+		}
+		done += (size_t)k;
+		size_t keep = e->size >= EXEC_OUTPUT_MAX ? 0 : EXEC_OUTPUT_MAX - e->size;
+		if ((size_t)k > keep)
+			e->truncated = true;
+		if (keep > (size_t)k)
+			keep = (size_t)k;
+		for (size_t off = 0; off < keep;) {
+			ssize_t w = write(e->memfd, buf + off, keep - off);
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+			e->size += (size_t)w;
+		}
+	}
+}
+
+static void
+exec_stream_readable(evutil_socket_t fd, short what, void *arg)
+{
+	exec_stream_drain(arg, 1 << 20);
+}
+
+static void
+exec_stream_free(struct exec_stream *e)
+{
+	if (!e)
+		return;
+	if (e->ev)
+		event_free(e->ev);
+	safe_close(e->pipe);
+	free(e); /* the memfd is the cmd's out_fd/err_fd */
+}
+
+/* A pipe for runsc exec to write one stream into: *wfd is the write end for the child, the
+ * stream (with memfd, the reply's fd) drains the read end in the event loop. */
+static int
+exec_stream_new(int memfd, int *wfd, struct exec_stream **out)
+{
+	int p[2];
+	if (memfd < 0 || pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	struct exec_stream *e = calloc(1, sizeof *e);
+	if (!e) {
+		close(p[0]);
+		close(p[1]);
+		return -ENOMEM;
+	}
+	e->pipe = p[0];
+	e->memfd = memfd;
+	fcntl(e->pipe, F_SETFL, O_NONBLOCK);
+	e->ev = event_new(base, e->pipe, EV_READ | EV_PERSIST, exec_stream_readable, e);
+	if (!e->ev) {
+		exec_stream_free(e);
+		close(p[1]);
+		return -ENOMEM;
+	}
+	event_add(e->ev, NULL);
+	*wfd = p[1];
+	*out = e;
+	return 0;
+}
+
+/* runsc exec is done: what its pipes still hold now goes in (a process the exec left behind in
+ * the sandbox may keep writing: that is not waited for), then the truncation note. */
+static void
+exec_streams_finish(struct cmd *c)
+{
+	for (int i = 0; i < 2; i++)
+		if (c->streams[i])
+			exec_stream_drain(c->streams[i], 2 * (size_t)EXEC_OUTPUT_MAX);
+	for (int i = 0; i < 2; i++)
+		if (c->streams[i] && c->streams[i]->truncated) {
+			dprintf(c->err_fd, "\nwarren: exec output truncated: more than %u bytes on %s\n",
+				EXEC_OUTPUT_MAX, i == 0 ? "stdout" : "stderr");
+			break;
+		}
+	for (int i = 0; i < 2; i++) {
+		exec_stream_free(c->streams[i]);
+		c->streams[i] = NULL;
+	}
+}
+
 static void
 cmd_free(struct cmd *c)
 {
@@ -353,7 +474,9 @@ cmd_free(struct cmd *c)
 		event_free(c->timer);
 	safe_close(c->out_fd);
 	safe_close(c->err_fd);
-	safe_close(c->image_fd);
+	safe_close(c->image.fd);
+	for (int i = 0; i < 2; i++)
+		exec_stream_free(c->streams[i]);
 	ipc_call_free(c->call);
 	free(c->error);
 	if (c->pidfile)
@@ -430,7 +553,7 @@ cmd_done(struct cmd *c, int status)
 			sr.pid = sb->pid;
 			resp.body_case = WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX;
 			resp.spawn_sandbox = &sr;
-			if (c->image_fd >= 0) {
+			if (c->image.fd >= 0) {
 				resp.body_case = WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX;
 				resp.restore_sandbox = &sr;
 			}
@@ -440,7 +563,7 @@ cmd_done(struct cmd *c, int status)
 		char tail[400], *msg = NULL;
 		log_tail(sb, tail, sizeof tail);
 		if (asprintf(&msg, "runsc %s failed (status 0x%x): %s",
-			     c->image_fd >= 0 ? "restore" : "run", status, tail) < 0)
+			     c->image.fd >= 0 ? "restore" : "run", status, tail) < 0)
 			msg = NULL;
 		log_error("Sandbox %s: %s", sb->id, msg ? msg : "runsc run failed");
 		struct ipc_call *call = TAKE_PTR(c->call);
@@ -479,8 +602,12 @@ cmd_done(struct cmd *c, int status)
 		break;
 	}
 	case CMD_CHECKPOINT:
+		/* what runsc or the snapshot wrote, root's, becomes snapshotd's to seal */
 		if (ok && !sb->vm)
-			ok = netnsd_image_member_seal(c->image_fd, "checkpoint.img") == 0;
+			ok = image_proof_seal(&c->image, "checkpoint.img") == 0;
+		if (ok && sb->vm)
+			ok = image_proof_seal(&c->image, "state") == 0 &&
+			     image_proof_seal(&c->image, "ram") == 0;
 		if (ok) {
 			Warren__V1__CheckpointSandboxResponse cr =
 				WARREN__V1__CHECKPOINT_SANDBOX_RESPONSE__INIT;
@@ -498,6 +625,8 @@ cmd_done(struct cmd *c, int status)
 	case CMD_KILL:
 		break;
 	case CMD_EXEC: {
+		if (c->streams[0])
+			exec_streams_finish(c);
 		Warren__V1__ExecResponse er = WARREN__V1__EXEC_RESPONSE__INIT;
 		er.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 		resp.body_case = WARREN__V1__RESPONSE__BODY_EXEC;
@@ -614,7 +743,7 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 		sb_forget(sb);
 		return r; /* handle_restore closes image_fd */
 	}
-	cmds->image_fd = image_fd; /* QEMU maps the RAM file through it: kept until it runs */
+	cmds->image.fd = image_fd; /* QEMU maps the RAM file through it: kept until it runs */
 	return IPC_DEFER;
 }
 
@@ -693,7 +822,7 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 		sb_forget(sb);
 		return r;
 	}
-	cmds->image_fd = image_fd;
+	cmds->image.fd = image_fd;
 	return IPC_DEFER;
 }
 
@@ -707,12 +836,21 @@ static int
 handle_restore(struct ipc_call *call, void *ud)
 {
 	const Warren__V1__RestoreSandboxRequest *q = call->req->restore_sandbox;
-	if (!q->spawn)
+	if (!q->spawn || !q->spawn->backend)
 		return -EINVAL;
-	int image_fd = TAKE_FD(call->fds[1]);
-	int r = start_sandbox(call, q->spawn, image_fd);
+	/* runsc or the VMM reads the image as root: only a sealed image of snapshotd's store or
+	 * cache, opened here beneath it, is used; the fd that came is closed unused */
+	struct image_proof img;
+	char why[400];
+	int r = image_proof_open(&cfg->images, call->fds[1], IMAGE_PROOF_RESTORE,
+				 !strcmp(q->spawn->backend, "microvm"), &img, why, sizeof why);
+	if (r < 0) {
+		log_warning("Restore of %s refused: %s", q->spawn->id, why);
+		return ipc_call_error(call, r, "%s", why);
+	}
+	r = start_sandbox(call, q->spawn, img.fd);
 	if (r < 0)
-		safe_close(image_fd);
+		safe_close(img.fd);
 	return r;
 }
 
@@ -734,34 +872,47 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	for (struct cmd *c = cmds; c; c = c->next)
 		if (c->sb == sb && c->kind != CMD_EXEC && c->kind != CMD_KILL)
 			return -EBUSY;
+	/* runsc or the snapshot creates the image's files in it as root: only an empty new image
+	 * directory of snapshotd's store, opened here beneath the store, is written to */
+	struct image_proof img;
+	char why[400];
+	int r = image_proof_open(&cfg->images, call->fds[0], IMAGE_PROOF_CHECKPOINT, sb->vm, &img,
+				 why, sizeof why);
+	if (r < 0) {
+		log_warning("Checkpoint of %s refused: %s", sb->id, why);
+		return ipc_call_error(call, r, "%s", why);
+	}
 	if (sb->vm) {
 		struct ipc_call *d = ipc_call_defer(call);
-		int r = cmd_start_fn(CMD_CHECKPOINT, sb, d, vm_snapshot, &d->fds[0], -1, -1);
+		r = cmd_start_fn(CMD_CHECKPOINT, sb, d, vm_snapshot, &img.fd, -1, -1);
 		if (r < 0) {
+			safe_close(img.fd);
 			ipc_call_free(d);
 			return r;
 		}
-		cmds->image_fd = TAKE_FD(d->fds[0]);
+		cmds->image = img;
 		return IPC_DEFER;
 	}
 	char image[80];
-	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), call->fds[0]);
+	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), img.fd);
 	int logfd = sb->console ? fcntl(sb->console->wfd, F_DUPFD_CLOEXEC, 3) : -1;
 	char *argv[] = {(char *)cfg->runsc, runsc_root, "checkpoint", image, sb->id, NULL};
 	struct ipc_call *d = ipc_call_defer(call);
 	sb->checkpointing = true;
-	/* runsc creates checkpoint.img in the image directory netnsd proved is snapshotd's new,
-	 * empty one; with umask 077 it is root's alone, not world-readable guest memory */
+	/* runsc creates checkpoint.img in the image directory proven above to be snapshotd's new,
+	 * empty one; with umask 077 it is root's alone, not world-readable guest memory, until
+	 * it is sealed and handed to snapshotd */
 	mode_t old_umask = umask(077);
-	int r = cmd_start(CMD_CHECKPOINT, sb, d, argv, logfd, logfd >= 0 ? fcntl(logfd, F_DUPFD_CLOEXEC, 3) : -1);
+	r = cmd_start(CMD_CHECKPOINT, sb, d, argv, logfd, logfd >= 0 ? fcntl(logfd, F_DUPFD_CLOEXEC, 3) : -1);
 	umask(old_umask);
 	if (r < 0) {
 		sb->checkpointing = false;
 		safe_close(logfd);
+		safe_close(img.fd);
 		ipc_call_free(d);
 		return r;
 	}
-	cmds->image_fd = TAKE_FD(d->fds[0]);
+	cmds->image = img;
 	return IPC_DEFER;
 }
 
@@ -876,17 +1027,36 @@ handle_exec(struct ipc_call *call, void *ud)
 	argv[n++] = sb->id;
 	for (size_t i = 0; i < q->n_argv; i++)
 		argv[n++] = q->argv[i];
+	/* runsc writes into pipes, drained into the memfds with a bound (exec_stream_drain) */
 	int out = memfd_create("exec-stdout", MFD_CLOEXEC), err = memfd_create("exec-stderr", MFD_CLOEXEC);
-	struct ipc_call *d = ipc_call_defer(call);
-	int r = cmd_start(CMD_EXEC, sb, d, argv, out, err);
+	struct exec_stream *streams[2] = {NULL, NULL};
+	int wout = -1, werr = -1;
+	int r = exec_stream_new(out, &wout, &streams[0]);
+	if (r == 0)
+		r = exec_stream_new(err, &werr, &streams[1]);
+	struct ipc_call *d = NULL;
+	if (r == 0) {
+		d = ipc_call_defer(call);
+		r = cmd_start(CMD_EXEC, sb, d, argv, wout, werr);
+	}
 	free(argv);
+	/* the write ends are runsc's alone now: the spawner keeps only the read ends */
+	safe_close(wout);
+	safe_close(werr);
 	if (r < 0) {
 		free(pidfile);
+		exec_stream_free(streams[0]);
+		exec_stream_free(streams[1]);
 		safe_close(out);
 		safe_close(err);
-		ipc_call_free(d);
+		if (d)
+			ipc_call_free(d);
 		return r;
 	}
+	cmds->out_fd = out;
+	cmds->err_fd = err;
+	cmds->streams[0] = streams[0];
+	cmds->streams[1] = streams[1];
 	cmds->pidfile = pidfile;
 	unsigned ms = q->timeout_ms ? q->timeout_ms : 30000;
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};

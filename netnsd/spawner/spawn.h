@@ -1,10 +1,12 @@
 /* netnsd's spawner: a small child forked before netnsd locks itself down. It keeps the
  * capabilities runsc needs and no seccomp filter (runsc inherits both), accepts only the typed
- * orders netnsd has already validated over a private socketpair, and is the subreaper of every
- * runsc process so a sandbox that exits is reported. */
+ * orders netnsd has already validated over a private socketpair, proves itself what it writes
+ * into or restores from as root (image directories: image-proof.h), and is the subreaper of
+ * every runsc process so a sandbox that exits is reported. */
 #pragma once
 #include <sys/types.h>
 
+#include "image-proof.h"
 #include "isolation.h"
 #include "microvm.h"
 #include "oci-spec.h"
@@ -17,6 +19,9 @@ struct spawner_config {
 	const struct isolation_config *isolation;
 	const struct oci_limits *limits;
 	const struct microvm_config *vm; /* the microVM backend, when this host has it */
+	/* snapshotd's store and cache: every image directory the spawner writes into or restores
+	 * from is proven to be in one (image-proof.h) */
+	struct image_proof_roots images;
 };
 
 /* Fork the spawner; returns netnsd's end of the link. */

@@ -2,10 +2,13 @@
  * is one datagram with up to three fds sent over a SOCK_SEQPACKET socketpair to netnsd's real
  * IPC server (common/ipc-server.c: receive, envelope decode, version and fd-count checks, the
  * dispatch table with its flags) running netnsd's real handlers (netnsd-dispatch.c) and their
- * validation (netnsd-validate.c, the image proof included, on a real store, cache and hostile
- * directories made at start-up). Stubbed at the boundary: the spawner (ipc_client_call: what
- * netnsd forwards is checked against what the spawner relies on, then answered), the namespace
- * pool (four fake slots), cgroup freezing and the microVM backend's presence.
+ * validation (netnsd-validate.c), then, for what netnsd forwards, the spawner's real image
+ * proof (spawner/image-proof.c, on a real store, cache and hostile directories made at
+ * start-up) and its sealing of a written member. Stubbed at the boundary: the rest of the
+ * spawner (ipc_client_call: what netnsd forwards is checked against what the spawner relies on,
+ * the image fd is proven as the spawner does it, what the proof accepts is checked against what
+ * runsc and the VMMs rely on, then answered), the namespace pool (four fake slots), cgroup
+ * freezing and the microVM backend's presence.
  *
  * Input: byte 0 = flags (bits 0-1: fds sent, bit 2: the spawner answers an error, bit 3: netnsd
  * not ready yet, bit 4: microVM backend available); byte 1 = fds 0 and 1 (a nibble each, an
@@ -27,6 +30,7 @@
 
 #include "cgroup.h"
 #include "fileio.h"
+#include "image-proof.h"
 #include "netnsd-validate.h"
 #include "netnsd.h"
 
@@ -46,6 +50,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 static struct netnsd n;
 static char root[64], store[PATH_MAX], cache[PATH_MAX];
 static int palette[16];
+/* the spawner's config: snapshotd's store and cache */
+static struct image_proof_roots roots;
 static bool vm_ok;
 
 /* ---- the boundary ---- */
@@ -134,6 +140,7 @@ struct pending {
 	ipc_reply_fn cb;
 	void *ud;
 	int kind;
+	bool refused; /* the spawner's image proof said no */
 };
 static struct pending pending[8];
 static size_t n_pending;
@@ -167,6 +174,20 @@ is_slot_ns(int fd)
 }
 
 static bool
+is_dir(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool
+member_is_file(int dfd, const char *name)
+{
+	struct stat st;
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool
 dir_is_empty(int fd)
 {
 	DIR *d = fdopendir(dup(fd));
@@ -187,27 +208,66 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 {
 	(void)c;
 	(void)timeout_ms;
-	char name[PATH_MAX];
+	char name[PATH_MAX], why[400] = "";
+	struct image_proof img = {.fd = -1};
+	bool refused = false;
+	int r;
 	switch (req->body_case) {
 	case WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX:
 		CHECK(n_fds == 1 && is_slot_ns(fds[0]));
 		CHECK(sandbox_id_valid(req->spawn_sandbox->id));
 		CHECK(path_is_inside(req->spawn_sandbox->rootfs, n.templates_dir));
 		break;
-	case WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX:
-		/* a restore's image is a sealed one of the store, or of the cache */
-		CHECK(n_fds == 2 && is_slot_ns(fds[0]));
-		CHECK(sandbox_id_valid(req->restore_sandbox->spawn->id));
-		CHECK(path_is_inside(req->restore_sandbox->spawn->rootfs, n.templates_dir));
-		CHECK(fd_path_under(fds[1], store, name, sizeof name) ||
-		      fd_path_under(fds[1], cache, name, sizeof name));
+	case WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX: {
+		/* netnsd forwards the supervisor's fd if it is a directory; the spawner proves it */
+		CHECK(n_fds == 2 && is_slot_ns(fds[0]) && is_dir(fds[1]));
+		const Warren__V1__SpawnSandboxRequest *q = req->restore_sandbox->spawn;
+		CHECK(sandbox_id_valid(q->id));
+		CHECK(path_is_inside(q->rootfs, n.templates_dir));
+		bool vm = !strcmp(q->backend, "microvm");
+		r = image_proof_open(&roots, fds[1], IMAGE_PROOF_RESTORE, vm, &img, why, sizeof why);
+		if (r < 0) {
+			CHECK(img.fd < 0 && why[0]);
+			refused = true;
+			break;
+		}
+		/* runsc or the VMM reads it as root: a sealed image of the store, or of the cache,
+		 * whose members are files */
+		CHECK(fd_path_under(img.fd, store, name, sizeof name) ||
+		      fd_path_under(img.fd, cache, name, sizeof name));
 		CHECK(name[0] != '.');
+		CHECK(vm ? member_is_file(img.fd, "state") && member_is_file(img.fd, "ram")
+			 : member_is_file(img.fd, "checkpoint.img"));
+		CHECK(img.owner == geteuid());
+		close(img.fd);
 		break;
+	}
 	case WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX:
-		/* the spawner creates files in it as root: an empty new image of the store only */
-		CHECK(n_fds == 1 && fd_path_under(fds[0], store, name, sizeof name));
-		CHECK(!strncmp(name, ".tmp.", 5) && dir_is_empty(fds[0]));
+		CHECK(n_fds == 1 && is_dir(fds[0]));
 		CHECK(sandbox_id_valid(req->checkpoint_sandbox->id));
+		r = image_proof_open(&roots, fds[0], IMAGE_PROOF_CHECKPOINT, false, &img, why,
+				     sizeof why);
+		if (r < 0) {
+			CHECK(img.fd < 0 && why[0]);
+			refused = true;
+			break;
+		}
+		/* the spawner creates files in it as root: an empty new image of the store only */
+		CHECK(fd_path_under(img.fd, store, name, sizeof name));
+		CHECK(!strncmp(name, ".tmp.", 5) && dir_is_empty(img.fd));
+		/* what runsc writes there is sealed through the proven fd: 0600, the store owner's */
+		{
+			int f = openat(img.fd, "checkpoint.img",
+				       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			CHECK(f >= 0);
+			close(f);
+			CHECK(image_proof_seal(&img, "checkpoint.img") == 0);
+			struct stat st;
+			CHECK(fstatat(img.fd, "checkpoint.img", &st, AT_SYMLINK_NOFOLLOW) == 0);
+			CHECK((st.st_mode & 07777) == 0600 && st.st_uid == img.owner);
+			CHECK(unlinkat(img.fd, "checkpoint.img", 0) == 0);
+		}
+		close(img.fd);
 		break;
 	case WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX:
 		CHECK(n_fds == 0 && sandbox_id_valid(req->destroy_sandbox->id));
@@ -221,7 +281,7 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 	}
 	if (n_pending == sizeof pending / sizeof pending[0])
 		return -EAGAIN;
-	pending[n_pending++] = (struct pending){cb, ud, (int)req->body_case};
+	pending[n_pending++] = (struct pending){cb, ud, (int)req->body_case, refused};
 	return 0;
 }
 
@@ -376,7 +436,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	n.spawner = (struct ipc_client *)&fake_pool; /* never dereferenced: ipc_client_call above */
 	n.cgroup_parent = "/warren-fuzz";
 	n.runsc = "/nonexistent/runsc";
-	n.images = (struct netnsd_images){.store = store, .cache = cache};
+	roots = (struct image_proof_roots){.store = store, .cache = cache};
 	struct ipc_server_config cfg = {.name = "netnsd",
 					.table = netnsd_handlers,
 					.n_table = netnsd_n_handlers,
@@ -454,7 +514,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* the spawner answers what netnsd forwarded */
 		while (n_pending) {
 			struct pending p = pending[--n_pending];
-			spawner_answer(&p, flags & 4);
+			spawner_answer(&p, (flags & 4) || p.refused);
 			run_loop();
 		}
 	}
