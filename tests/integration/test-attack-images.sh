@@ -8,10 +8,12 @@
 #   unchanged, nothing is written there, the sandbox goes on and netnsd stays up;
 # - a local user (nobody) who makes Warren's /dev/shm names first: snapshotd refuses an image
 #   cache that is not its own, and netnsd puts no guest RAM in the RAM directory (a memfd);
-# - a guest that claims more exec output than the spawner may hold: cut at 16 MiB, said so.
+# - a guest that writes (gVisor) or claims (microVM) more exec output than the spawner may
+#   hold: cut at 16 MiB, said so.
+# The image proof is the spawner's (netnsd, under its own uid, forwards the fd as it came).
 # Positive controls: a legitimate snapshot and fork through D-Bus, gVisor and (where QEMU and
-# the kernel are here) microVM, work with the same daemons, and their image files are root's
-# alone (0600).
+# the kernel are here) microVM, work with the same daemons, and their image files are handed by
+# the spawner to snapshotd's user alone (0600), so snapshotd seals them with no DAC override.
 source "$(dirname "$0")/lib.sh"
 
 CANARY=/etc/warren-canary-t$K
@@ -45,7 +47,8 @@ out=$(timeout 20 "$LIBEXEC/warren-snapshotd" --socket "$T/probe.sock" --peer-use
 expect "snapshotd refuses a symlink nobody put in its cache's place ($out)" grep -q "refusing to start" <<<"$out"
 rm -f "$VM_RAM_DIR-images" # the administrator's remedy; the RAM directory stays nobody's
 warren_start
-expect "snapshotd made its cache root's alone" test "$(stat -c '%u %a %F' "$VM_RAM_DIR-images")" = "0 700 directory"
+expect "snapshotd made its cache its own user's alone" \
+	test "$(stat -c '%U %a %F' "$VM_RAM_DIR-images")" = "warren-snapshotd 700 directory"
 
 # ---- positive control: a legitimate snapshot and fork (gVisor) ----
 id=$(create web wait)
@@ -54,8 +57,8 @@ call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Snapshot s goo
 expect "a legitimate snapshot is sealed" test -f "$T/images/good1/warren-image"
 # (compressed when snapshotd measured a slow disk: checkpoint.img.zst, restored from its cache)
 img=$(ls "$T"/images/good1/checkpoint.img*)
-expect "its $(basename "$img") is root's alone ($(stat -c '%U %a' "$img"))" \
-	test "$(stat -c '%u %a' "$img")" = "0 600"
+expect "its $(basename "$img") is snapshotd's alone ($(stat -c '%U %a' "$img"))" \
+	test "$(stat -c '%U %a' "$img")" = "warren-snapshotd 600"
 expect "the parent answers again" wait_for 30 sh -c "curl -fsS --max-time 5 $(sb_url "$id") >/dev/null"
 child=$(warrenctl fork good1 1)
 expect "a child forked from it answers" wait_for 30 sh -c "curl -fsS --max-time 5 $(sb_url "$child") >/dev/null"
@@ -80,9 +83,10 @@ expect "nothing was written there" test -z "$(ls -A "$T/empty")"
 refused "checkpoint into the store itself" "$(poke checkpoint "$id" "$T/images")"
 refused "checkpoint into another sandbox's sealed image" "$(poke checkpoint "$id" "$T/images/good1")"
 expect "that image is unchanged" test "$(cd "$T/images/good1" && sha256sum * | sha256sum)" = "$GOODSUM"
-# a temporary image directory with members already in it (what a buggy snapshotd could leave):
-# refused before the spawner, whose own opens would refuse it too (O_EXCL|O_NOFOLLOW)
-install -d -m 0700 "$T/images/.tmp.good2.0badc0de"
+# a temporary image directory of snapshotd's with members already in it (what a buggy snapshotd
+# could leave): refused by the spawner's proof (not empty), whose own opens would refuse it too
+# (O_EXCL|O_NOFOLLOW)
+install -d -o warren-snapshotd -g warren-snapshotd -m 0700 "$T/images/.tmp.good2.0badc0de"
 for f in state ram checkpoint.img; do ln -s "$CANARY" "$T/images/.tmp.good2.0badc0de/$f"; done
 refused "checkpoint into a new-looking image holding symlinks to $CANARY" \
 	"$(poke checkpoint "$id" "$T/images/.tmp.good2.0badc0de")"
@@ -98,6 +102,19 @@ expect "the canary is unchanged, netnsd up" alive
 # the positive control of the same peer: a restore of the sealed image goes through
 out=$(poke restore 0000000ee003 "$T/images/good1" "$ROOTFS" gvisor 8080 128)
 expect "the same peer's restore of a sealed image goes through ($out)" grep -q '^ok' <<<"$out"
+expect "the spawner made the proofs and said why it refused" \
+	grep -q "spawner.*Checkpoint of $id refused: .*is not an empty new image" "$T/netnsd.log"
+
+# ---- gVisor exec output: the spawner holds at most 16 MiB of each stream ----
+out=$(poke exec "$id" 60000 /bin/busybox sh -c 'echo hello; echo oops >&2')
+expect "a small exec's output comes whole ($out)" grep -q "^status 0 out 6 err 5" <<<"$out"
+t0=$(date +%s)
+out=$(poke exec "$id" 120000 /bin/busybox sh -c 'busybox head -c 18000000 /dev/zero; echo done >&2')
+log "gVisor exec of 18 MB of output ($(($(date +%s) - t0)) s): $out"
+expect "stdout is cut at 16 MiB" grep -q "^status 0 out 16777216 " <<<"$out"
+expect "and stderr says it was truncated, after what the guest wrote there" \
+	grep -q "done .*exec output truncated: more than 16777216 bytes on stdout" <<<"$out"
+expect "the sandbox still answers" gvisor_goes_on
 
 # ---- microVMs, where this host has the backend ----
 backends=$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager Backends)
@@ -132,7 +149,8 @@ if grep -q '"microvm"' <<<"$backends"; then
 	call "/org/warren/Warren1/sandbox/$vm" org.warren.Warren1.Sandbox Snapshot s goodvm >/dev/null
 	expect "a legitimate microVM snapshot is sealed with state and ram" \
 		test -s "$T/images/goodvm/state" -a -s "$T/images/goodvm/ram"
-	expect "its files are root's alone" test "$(stat -c '%u %a' "$T/images/goodvm/state" "$T/images/goodvm/ram" | sort -u)" = "0 600"
+	expect "its files are snapshotd's alone" \
+		test "$(stat -c '%U %a' "$T/images/goodvm/state" "$T/images/goodvm/ram" | sort -u)" = "warren-snapshotd 600"
 	expect "the VM resumed in place" kill -0 "$qpid"
 	# the guest claims more output than the spawner holds: cut at 16 MiB and said so
 	t0=$(date +%s)
