@@ -132,7 +132,7 @@ if grep -q '"microvm"' <<<"$backends"; then
 	expect "which is still nobody's" test "$(stat -c %U "$VM_RAM_DIR")" = nobody
 	refused "a microVM checkpoint into warren's directory of symlinks" "$(poke checkpoint "$vm" "$T/evil")"
 	refused "a microVM checkpoint into another sandbox's sealed image" "$(poke checkpoint "$vm" "$T/images/good1")"
-	install -d -m 0700 "$T/images/.tmp.good3.0badc0de"
+	install -d -o warren-snapshotd -g warren-snapshotd -m 0700 "$T/images/.tmp.good3.0badc0de"
 	for f in state ram; do ln -s "$CANARY" "$T/images/.tmp.good3.0badc0de/$f"; done
 	refused "a microVM checkpoint into a new-looking image whose state and ram are symlinks to $CANARY" \
 		"$(poke checkpoint "$vm" "$T/images/.tmp.good3.0badc0de")"
