@@ -109,9 +109,8 @@ expect "it is running again" wait_for 10 sh -c "[ \"\$(busctl --system get-prope
 
 # the program's end powers the guest off: the sandbox fails with a reason
 c=$(echo "$ids" | head -1)
-warrenctl exec "$c" -- /bin/busybox sh -c 'for p in /proc/[0-9]*; do
-	[ "$(tr "\0" " " <$p/cmdline)" = "/bin/busybox httpd -f -p 8080 -h /www " ] && kill ${p#/proc/}
-done; true' || true
+# (one line: Warren refuses control characters, newlines included, in every D-Bus string)
+warrenctl exec "$c" -- /bin/busybox sh -c 'for p in /proc/[0-9]*; do [ "$(tr "\0" " " <$p/cmdline)" = "/bin/busybox httpd -f -p 8080 -h /www " ] && kill ${p#/proc/}; done; true' || true
 expect "a VM whose program exited is failed" wait_for 30 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$c org.warren.Warren1.Sandbox State)\" != 's \"running\"' ]"
 expect "with a reason that says so ($(sbprop "$c" Reason))" sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$c org.warren.Warren1.Sandbox Reason | grep -q 'powered off'"
 
