@@ -350,12 +350,16 @@ elif mode == "fd-cap":
             refused += 1
         else:
             other.append(status(out))
-    # every accepted client asks at once: each needs an upstream fd beside its own
+    # every accepted client asks at once and keeps its connection (keep-alive, so the
+    # gateway keeps the upstream too): each needs an upstream fd beside its own
     for s in silent:
-        s.sendall(b"GET /s/%s/capped HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
-                  % (A.encode(), H))
+        s.sendall(b"GET /s/%s/capped HTTP/1.1\r\nHost: %s\r\n\r\n" % (A.encode(), H))
     for s in silent:
-        out, _ = read_all(s)
+        s.settimeout(15)
+        try:
+            out = read_response(s)
+        except OSError as e:
+            out = str(e).encode()
         if b"hello path=/capped" in out:
             served += 1
         else:
