@@ -364,8 +364,8 @@ forward_response(struct conn *c)
 					  : k < 0			  ? h.error
 					  : h.status == 101 ? "an upgrade nobody asked for"
 							    : "too many interim responses";
-			log_warning("Sandbox %s: malformed response (%s): answering 502", c->route_id,
-				    why);
+			log_warning("Sandbox %s: malformed response (%s): answering 502",
+				    c->route_id, why);
 			send_error(c, 502, "sandbox %s sent a malformed response", c->route_id);
 			return;
 		}
@@ -740,9 +740,10 @@ conn_timeout(evutil_socket_t fd, short what, void *arg)
 static void
 refuse(struct gateway *g, int fd, const char *why)
 {
-	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-				  "Content-Length: 20\r\nConnection: close\r\nX-Warren-Error: 503\r\n"
-				  "\r\ntoo many connections";
+	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\n"
+				  "Content-Type: text/plain\r\nContent-Length: 20\r\n"
+				  "Connection: close\r\nX-Warren-Error: 503\r\n\r\n"
+				  "too many connections";
 	if (send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 	}
 	close(fd);
