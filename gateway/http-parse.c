@@ -186,7 +186,8 @@ http_parse_head(const char *buf, size_t len, bool request, size_t max_head, stru
 			if (!all_of(p, (size_t)(eol - p), C_VALUE) ||
 			    (request && memchr(p, '\t', (size_t)(eol - p))))
 				return bad(h, "control character in the first line");
-			int r = request ? parse_request_line(p, eol, h) : parse_status_line(p, eol, h);
+			int r = request ? parse_request_line(p, eol, h)
+					: parse_status_line(p, eol, h);
 			if (r < 0)
 				return r;
 			h->line_len = (size_t)(next - buf);
@@ -341,7 +342,8 @@ http_chunked_advance(struct http_chunked *c, const char *buf, size_t len, bool *
 				c->state = CH_SIZE_LF;
 			else if (ch == '"')
 				c->state = CH_EXT_QUOTE;
-			else if (!(cls & C_TOKEN) && ch != ';' && ch != '=' && ch != ' ' && ch != '\t')
+			else if (!(cls & C_TOKEN) && ch != ';' && ch != '=' && ch != ' ' &&
+				 ch != '\t')
 				return -EBADMSG;
 			i++;
 			break;

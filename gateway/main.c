@@ -19,27 +19,29 @@ static void
 usage(void)
 {
 	printf("Usage: warren-gateway [OPTIONS]\n"
-	       "  --listen ADDR        HTTP address (default 127.0.0.1)\n"
-	       "  --port N             HTTP port (default 8300)\n"
-	       "  --domain D           sandboxes answer as <id>.D (default warren.localhost)\n"
-	       "  --user U             switch to this user after binding\n"
-	       "Limits (SECONDS may have decimals; 0 turns a limit off):\n"
-	       "  --header-timeout S   a request head must be complete within S of the connection\n"
-	       "                       or of its first byte after a keep-alive wait, else 408 and\n"
-	       "                       close (default 10)\n"
-	       "  --idle-timeout S     close a keep-alive client connection idle for S (default 60)\n"
-	       "  --body-timeout S     close when a request body, a response body, or a write to\n"
-	       "                       either side makes no progress for S (default 30)\n"
-	       "  --response-timeout S 504 when the sandbox has not started its answer S after the\n"
-	       "                       request (default 120)\n"
-	       "  --max-connections N  client connections in all; above: 503 and close (default:\n"
-	       "                       min(4096, (open-file limit - 64) / 2): each client may need an\n"
-	       "                       upstream fd)\n"
-	       "  --max-connections-per-ip N  client connections from one address (default 256)\n"
-	       "  --max-response-head N  bytes of a sandbox's response head, at most 16384; above:\n"
-	       "                       502 (default 16384)\n"
-	       "  --max-open-files N   set RLIMIT_NOFILE (default: the hard limit, at most 65536);\n"
-	       "                       at the limit accepting pauses until fds are free\n" DAEMON_COMMON_HELP);
+	       "  --listen ADDR          HTTP address (default 127.0.0.1)\n"
+	       "  --port N               HTTP port (default 8300)\n"
+	       "  --domain D             sandboxes answer as <id>.D (default warren.localhost)\n"
+	       "  --user U               switch to this user after binding\n"
+	       "Limits (S: seconds, decimals allowed; 0 turns a limit off):\n"
+	       "  --header-timeout S     a request head must be complete S after the accept\n"
+	       "                         (or its first byte after a keep-alive wait), else 408\n"
+	       "                         and close (default 10)\n"
+	       "  --idle-timeout S       close a keep-alive connection idle for S (default 60)\n"
+	       "  --body-timeout S       close when a request body, a response body or a write\n"
+	       "                         to either side makes no progress for S (default 30)\n"
+	       "  --response-timeout S   504 when the sandbox has not started its answer S\n"
+	       "                         after the request (default 120)\n"
+	       "  --max-connections N    client connections in all; above: 503 and close\n"
+	       "                         (default min(4096, (open-file limit - 64) / 2): each\n"
+	       "                         client may need an upstream fd)\n"
+	       "  --max-connections-per-ip N\n"
+	       "                         client connections from one address (default 256)\n"
+	       "  --max-response-head N  bytes of a sandbox's response head, at most 16384;\n"
+	       "                         above: 502 (default 16384)\n"
+	       "  --max-open-files N     set RLIMIT_NOFILE (default: the hard limit, at most\n"
+	       "                         65536); at the limit accepting pauses until fds free\n"
+	       DAEMON_COMMON_HELP);
 }
 
 /* SECONDS (decimals allowed) -> ms; -1 on a bad value */
@@ -145,7 +147,8 @@ main(int argc, char **argv)
 			v = parse_count(optarg, HTTP_MAX_HEAD);
 		else if (c >= O_MAX_CONNS && c <= O_MAX_OPEN_FILES)
 			v = parse_count(optarg, 1 << 24);
-		if (v < 0 || (c == O_MAX_RESPONSE_HEAD && v < 64) || (c == O_MAX_OPEN_FILES && v < 16)) {
+		if (v < 0 || (c == O_MAX_RESPONSE_HEAD && v < 64) ||
+		    (c == O_MAX_OPEN_FILES && v < 16)) {
 			log_error("Bad value for --%s: %s", opts[c - O_HEADER_TIMEOUT + 4].name,
 				  optarg);
 			return 2;

@@ -138,10 +138,12 @@ probe_try(evutil_socket_t unused, short what, void *arg)
 			 * starts the probe (100 children restoring at once were probed 10k times a
 			 * second for nothing) */
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	if (connect(fd, (struct sockaddr *)&r->sa, sizeof r->sa) < 0 && errno != EINPROGRESS) {
-		close(fd);
+	if (fd < 0 || (connect(fd, (struct sockaddr *)&r->sa, sizeof r->sa) < 0 &&
+		       errno != EINPROGRESS)) {
+		/* out of fds (EMFILE) is passing too: probe again, or the sandbox would never be
+		 * seen ready */
+		if (fd >= 0)
+			close(fd);
 		struct timeval tv = probe_interval(r);
 		evtimer_add(r->probe_timer, &tv);
 		return;

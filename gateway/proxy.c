@@ -193,6 +193,9 @@ closing_read(struct bufferevent *bev, void *arg)
 static void
 closing_event(struct bufferevent *bev, short what, void *arg)
 {
+	/* a client that half-closed after its request still gets the answer */
+	if ((what & BEV_EVENT_EOF) && evbuffer_get_length(bufferevent_get_output(bev)))
+		return;
 	conn_free(arg);
 }
 
@@ -284,6 +287,16 @@ resume_reader(struct bufferevent *bev, void *arg)
 		bufferevent_enable(src, EV_READ);
 }
 
+/* Stall limits of an exchange: the client may be silent once its body is sent, the sandbox
+ * until then (it may answer early, but its thinking time counts from the end of the request). */
+static void
+exchange_timeouts(struct conn *c)
+{
+	const struct gateway_limits *lim = &c->g->lim;
+	bev_timeouts(c->client, c->req_done ? 0 : lim->body_timeout_ms, lim->body_timeout_ms);
+	bev_timeouts(c->up, c->req_done ? lim->response_timeout_ms : 0, lim->body_timeout_ms);
+}
+
 static void
 forward_request_body(struct conn *c)
 {
@@ -301,9 +314,10 @@ forward_request_body(struct conn *c)
 		c->req_done = done;
 	} else
 		c->req_done = true;
-	/* a client that stops sending its body is a stall; once it is sent, it may be silent */
-	bev_timeouts(c->client, c->req_done ? 0 : c->g->lim.body_timeout_ms,
-		     c->g->lim.body_timeout_ms);
+	if (c->req_done && c->resp_started)
+		bev_timeouts(c->client, 0, c->g->lim.body_timeout_ms); /* answered early */
+	else if (c->req_done)
+		exchange_timeouts(c);
 }
 
 static void
@@ -350,8 +364,8 @@ forward_response(struct conn *c)
 					  : k < 0			  ? h.error
 					  : h.status == 101 ? "an upgrade nobody asked for"
 							    : "too many interim responses";
-			log_warning("Sandbox %s: malformed response (%s): answering 502", c->route_id,
-				    why);
+			log_warning("Sandbox %s: malformed response (%s): answering 502",
+				    c->route_id, why);
 			send_error(c, 502, "sandbox %s sent a malformed response", c->route_id);
 			return;
 		}
@@ -438,7 +452,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		c->state = S_EXCHANGE;
 		/* The head stays until the answer starts, for one retry on a stale keep-alive. */
 		bufferevent_write(c->up, c->head, c->head_len);
-		bev_timeouts(c->up, c->g->lim.response_timeout_ms, c->g->lim.body_timeout_ms);
+		exchange_timeouts(c);
 		forward_request_body(c);
 		return;
 	}
@@ -687,6 +701,7 @@ client_read(struct bufferevent *bev, void *arg)
 	memset(&c->req_chunk, 0, sizeof c->req_chunk);
 	c->req_done = h.body == HTTP_BODY_NONE;
 	c->resp_started = false;
+	c->interim = 0;
 	c->thaw_asked = false;
 	c->was_starting = r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING;
 	unsigned hold_ms = r->start_timeout_ms ? r->start_timeout_ms : DEFAULT_HOLD_MS;
@@ -725,9 +740,10 @@ conn_timeout(evutil_socket_t fd, short what, void *arg)
 static void
 refuse(struct gateway *g, int fd, const char *why)
 {
-	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-				  "Content-Length: 20\r\nConnection: close\r\nX-Warren-Error: 503\r\n"
-				  "\r\ntoo many connections";
+	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\n"
+				  "Content-Type: text/plain\r\nContent-Length: 20\r\n"
+				  "Connection: close\r\nX-Warren-Error: 503\r\n\r\n"
+				  "too many connections";
 	if (send(fd, msg, sizeof msg - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 	}
 	close(fd);
