@@ -4,8 +4,8 @@
 #    seconds its log on disk is within the cap (runsc.log + one rotated runsc.log.1, 1 MiB each),
 #    the flood did reach it (positive control: its lines are there, a rotation happened) and the
 #    sandbox still answers through the gateway;
-#  - an app that floods, says its last words on stderr and exits: the sandbox is failed with its
-#    exit status as the reason, and the last words are what the log ends with;
+#  - an app that floods, says its last words on stderr and exits: the log ends with the last
+#    words, then the sandbox is failed with its exit status as the reason;
 #  - a program that cannot start: the reason names runsc's own error (read from the log's tail);
 #  - an exec that times out: its process inside the sandbox is killed, not only the client;
 #  - a fork bomb inside a sandbox: the pids cgroup stops it at the limit (its `max` event
@@ -34,15 +34,18 @@ size2=$(logsize "$id")
 expect "and its log stays bounded ($size2)" test "$size2" -le $((2 * CAP))
 warrenctl destroy "$id"
 
-# floods, then last words and an exit: reason from the exit, last words at the log's end
+# floods, then last words, then exits: while it lingers the log on disk ends with the last words
+# (the flood beyond the rate was counted, not kept); then the reason is its exit status (its
+# bundle goes with its runtime)
 mgr AddTemplate ssasqta{sv} -- floodcrash "$WEB" 4 /bin/busybox sh -c \
-	"/bin/busybox yes warren-flood-line-0123456789abcdef | /bin/busybox head -c 1500000; echo warren-last-words >&2; exit 7" \
+	"/bin/busybox yes warren-flood-line-0123456789abcdef | /bin/busybox head -c 3000000; echo warren-last-words >&2; sleep 8; exit 7" \
 	8080 67108864 0
 id=$(create floodcrash)
-expect "the flooding app that exits is failed" wait_for 60 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State)\" = 's \"failed\"' ]"
-expect "with its exit status as the reason ($(sbprop "$id" Reason))" test "$(sbprop "$id" Reason)" = "its app exited with status 7"
-expect "its last words end the log" wait_for 10 sh -c "tail -c 200 $(bundle "$id")/runsc.log | grep -q warren-last-words"
+expect "its last words end the log" wait_for 20 sh -c "tail -c 200 $(bundle "$id")/runsc.log | grep -q warren-last-words"
+expect "the flood beyond the rate is counted, not kept" grep -q "bytes of output not kept" "$(bundle "$id")/runsc.log" "$(bundle "$id")/runsc.log.1"
 expect "and the log is within two caps" test "$(logsize "$id")" -le $((2 * CAP))
+expect "the app that exits is failed" wait_for 60 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State)\" = 's \"failed\"' ]"
+expect "with its exit status as the reason ($(sbprop "$id" Reason))" test "$(sbprop "$id" Reason)" = "its app exited with status 7"
 warrenctl destroy "$id"
 
 # cannot start: the reason is runsc's own message, from the log's tail
