@@ -236,7 +236,7 @@ console_new(struct sb *sb)
 	/* only the read end: runsc and the guest write to a blocking pipe; room for bursts while
 	 * the spawner is busy elsewhere */
 	fcntl(c->rfd, F_SETFL, O_NONBLOCK);
-	fcntl(c->rfd, F_SETPIPE_SZ, 1 << 20);
+	fcntl(c->rfd, F_SETPIPE_SZ, 256 << 10);
 	char path[400];
 	snprintf(path, sizeof path, "%s/runsc.log", sb->bundle);
 	c->file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
