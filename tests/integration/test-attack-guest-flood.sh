@@ -60,6 +60,9 @@ warrenctl destroy "$id" >/dev/null 2>&1 || true
 # fork bomb
 other=$(create web wait)
 bomb=$(create web wait)
+cg() { cat "/sys/fs/cgroup/$1$CGROUP_PARENT/$other/$2"; }
+expect "a CPU quota of one CPU ($(cg cpu cpu.cfs_quota_us)/$(cg cpu cpu.cfs_period_us))" test "$(cg cpu cpu.cfs_quota_us)" = "$(cg cpu cpu.cfs_period_us)"
+expect "memory+swap no higher than memory ($(cg memory memory.memsw.limit_in_bytes))" test "$(cg memory memory.memsw.limit_in_bytes)" = "$(cg memory memory.limit_in_bytes)"
 
 # an exec that outlives its timeout (netnsd's default, 30 s) is killed inside the sandbox too,
 # not only its `runsc exec` client
