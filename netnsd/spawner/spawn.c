@@ -3,9 +3,10 @@
  * also gets a private mount namespace with a tmpfs over /proc/sys/net, because this runsc
  * takes /proc/sys/net/core/rmem_default as proof of the root namespace and refuses to start.
  * A gVisor sandbox's stdout/stderr (and runsc's own messages) go into a pipe the spawner drains
- * at a bounded rate into <bundle>/runsc.log, which rotates once to runsc.log.1 at 1 MiB: a guest
- * that writes without end fills neither the disk nor the spawner, and waits on its own writes.
- * The last bytes stay in memory as the reason a start or checkpoint failed.
+ * as they come into <bundle>/runsc.log, at most 256 KiB a second (the rest is counted and the
+ * file ends with the last bytes), rotated once to runsc.log.1 at 1 MiB: a guest that writes
+ * without end fills neither the disk nor the spawner. The last bytes stay in memory as the
+ * reason a start or checkpoint failed.
  * Image directories come from the supervisor through netnsd as it sent them: the spawner, which
  * writes there as root, proves each is snapshotd's (image-proof.c) before runsc or the VMM sees
  * it, uses only its own fd of it afterwards, and hands the files it wrote to snapshotd's uid.
@@ -40,7 +41,7 @@
 #include <time.h>
 
 #define CONSOLE_FILE_MAX (1 << 20)  /* runsc.log rotates to runsc.log.1 at this size */
-#define CONSOLE_RATE (256 << 10)     /* bytes drained per second; beyond, the guest's writes wait */
+#define CONSOLE_RATE (256 << 10)     /* bytes per second written to the file; beyond, counted */
 #define CONSOLE_TAIL 1024            /* kept in memory for failure reasons */
 #define EXEC_OUTPUT_MAX MICROVM_EXEC_OUTPUT_MAX /* per stream of an exec, in the spawner's memory */
 
@@ -50,7 +51,8 @@ struct console {
 	off_t size;
 	struct event *ev, *timer;
 	uint64_t window_start; /* usec, CLOCK_MONOTONIC */
-	size_t window_bytes;
+	size_t window_bytes;   /* written to the file in this second */
+	uint64_t dropped;      /* not written in this second */
 	char tail[CONSOLE_TAIL];
 	size_t tail_len;
 };
@@ -158,53 +160,72 @@ console_write_file(struct console *c, const char *bundle, const char *buf, size_
 		c->size += k;
 }
 
+/* Bytes read from the pipe: all of them to the in-memory tail, to the file only up to
+ * CONSOLE_RATE per second; the rest is counted and noted once the second is over. */
+static void
+console_take(struct sb *sb, const char *buf, size_t n)
+{
+	struct console *c = sb->console;
+	console_keep_tail(c, buf, n);
+	uint64_t now = mono_usec();
+	if (now - c->window_start >= 1000000 && !c->dropped) {
+		c->window_start = now;
+		c->window_bytes = 0;
+	}
+	size_t room = c->window_bytes < CONSOLE_RATE ? CONSOLE_RATE - c->window_bytes : 0;
+	size_t w = n < room ? n : room;
+	if (w)
+		console_write_file(c, sb->bundle, buf, w);
+	c->window_bytes += w;
+	if (w < n) {
+		if (!c->dropped) {
+			uint64_t left = 1000000 - (now - c->window_start) % 1000000;
+			struct timeval tv = {(time_t)(left / 1000000), (suseconds_t)(left % 1000000)};
+			evtimer_add(c->timer, &tv);
+		}
+		c->dropped += n - w;
+	}
+}
+
 /* Read what is there now, up to max bytes; returns bytes read. */
 static size_t
 console_read(struct sb *sb, size_t max)
 {
-	struct console *c = sb->console;
-	char buf[16384];
+	char buf[65536];
 	size_t total = 0;
 	while (total < max) {
-		size_t want = max - total < sizeof buf ? max - total : sizeof buf;
-		ssize_t k = read(c->rfd, buf, want);
+		ssize_t k = read(sb->console->rfd, buf, sizeof buf);
 		if (k <= 0)
 			break;
-		console_keep_tail(c, buf, (size_t)k);
-		console_write_file(c, sb->bundle, buf, (size_t)k);
+		console_take(sb, buf, (size_t)k);
 		total += (size_t)k;
 	}
 	return total;
 }
 
+/* The end of a second in which output was dropped: say so in the file and end it with the
+ * last bytes, so the file on disk always ends as the output did. */
 static void
-console_resume(evutil_socket_t fd, short what, void *arg)
-{
-	struct console *c = arg;
-	c->window_start = mono_usec();
-	c->window_bytes = 0;
-	event_add(c->ev, NULL);
-}
-
-static void
-console_readable(evutil_socket_t fd, short what, void *arg)
+console_flush(evutil_socket_t fd, short what, void *arg)
 {
 	struct sb *sb = arg;
 	struct console *c = sb->console;
-	uint64_t now = mono_usec();
-	if (now - c->window_start >= 1000000) {
-		c->window_start = now;
-		c->window_bytes = 0;
-	}
-	c->window_bytes += console_read(sb, CONSOLE_RATE - c->window_bytes);
-	if (c->window_bytes >= CONSOLE_RATE) {
-		/* this second's share is read: stop until the next, the pipe fills and the guest's
-		 * writes block, as on a slow console */
-		event_del(c->ev);
-		uint64_t left = 1000000 - (mono_usec() - c->window_start) % 1000000;
-		struct timeval tv = {0, (suseconds_t)left};
-		evtimer_add(c->timer, &tv);
-	}
+	char note[96];
+	int k = snprintf(note, sizeof note, "\n[warren: %llu bytes of output not kept; the last %zu:]\n",
+			 (unsigned long long)c->dropped, c->tail_len);
+	console_write_file(c, sb->bundle, note, (size_t)k);
+	console_write_file(c, sb->bundle, c->tail, c->tail_len);
+	c->dropped = 0;
+	c->window_start = mono_usec();
+	c->window_bytes = 0;
+}
+
+/* Drained as fast as the guest writes, so its writes never wait or fail (gVisor hands a full
+ * pipe's EAGAIN to the guest); a round is bounded so other sandboxes' events are served. */
+static void
+console_readable(evutil_socket_t fd, short what, void *arg)
+{
+	console_read(arg, 1 << 20);
 }
 
 static void
@@ -236,13 +257,15 @@ console_new(struct sb *sb)
 	}
 	c->rfd = p[0];
 	c->wfd = p[1];
-	/* only the read end: runsc and the guest write to a blocking pipe */
+	/* only the read end: runsc and the guest write to a blocking pipe; room for bursts while
+	 * the spawner is busy elsewhere */
 	fcntl(c->rfd, F_SETFL, O_NONBLOCK);
+	fcntl(c->rfd, F_SETPIPE_SZ, 256 << 10);
 	char path[400];
 	snprintf(path, sizeof path, "%s/runsc.log", sb->bundle);
 	c->file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	c->ev = event_new(base, c->rfd, EV_READ | EV_PERSIST, console_readable, sb);
-	c->timer = evtimer_new(base, console_resume, c);
+	c->timer = evtimer_new(base, console_flush, sb);
 	if (c->file < 0 || !c->ev || !c->timer) {
 		int r = c->file < 0 ? -errno : -ENOMEM;
 		console_free(c);
