@@ -97,7 +97,7 @@ image_header_parse(const char *buf, size_t len, struct image_header *h, char *wh
 	if (len > IMAGE_HEADER_MAX_BYTES)
 		return bad(why, whylen, "header of %zu bytes", len);
 	enum { K_FORMAT, K_CREATED, K_PARENT, K_TEMPLATE, K_BACKEND, K_COMPRESSION, K_MAX };
-	static const char *const keys[K_MAX] = {"format", "created", "parent",
+	static const char *const keys[K_MAX] = {"format",   "created", "parent",
 						"template", "backend", "compression"};
 	bool seen[K_MAX] = {0};
 	size_t pos = 0, line = 0;

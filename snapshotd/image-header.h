@@ -21,8 +21,8 @@ struct image_file {
 struct image_header {
 	uint64_t created_usec;
 	char parent[SANDBOX_ID_LEN + 1]; /* "" or a sandbox id */
-	char template_name[33];          /* "" or a template name */
-	const char *backend;             /* "gvisor" or "microvm" (static) */
+	char template_name[33];		 /* "" or a template name */
+	const char *backend;		 /* "gvisor" or "microvm" (static) */
 	bool compressed;
 	size_t n_files;
 	struct image_file files[IMAGE_MAX_FILES];

@@ -12,7 +12,7 @@
 #include <string.h>
 
 struct walk {
-	unsigned arg;     /* top-level argument, from 1 */
+	unsigned arg;	  /* top-level argument, from 1 */
 	unsigned strings; /* strings seen */
 };
 
@@ -52,7 +52,8 @@ walk(sd_bus_message *m, struct walk *w, unsigned depth, sd_bus_error *err)
 		    type == SD_BUS_TYPE_STRUCT || type == SD_BUS_TYPE_DICT_ENTRY) {
 			if (depth >= 32)
 				return sd_bus_error_setf(err, ERR("InvalidArgument"),
-							 "Argument %u is nested too deeply", w->arg);
+							 "Argument %u is nested too deeply",
+							 w->arg);
 			r = sd_bus_message_enter_container(m, type, contents);
 			if (r < 0)
 				return r;
@@ -93,10 +94,10 @@ dbus_input_check(sd_bus_message *m, sd_bus_error *err)
 	int k = sd_bus_message_rewind(m, true);
 	if (r < 0)
 		return sd_bus_error_is_set(err)
-			       ? r
-			       : sd_bus_error_setf(err, ERR("InvalidArgument"),
-						   "Argument %u cannot be read: %s", w.arg,
-						   strerror(-r));
+			   ? r
+			   : sd_bus_error_setf(err, ERR("InvalidArgument"),
+					       "Argument %u cannot be read: %s", w.arg,
+					       strerror(-r));
 	return k < 0 ? k : 0;
 }
 
@@ -104,15 +105,17 @@ int
 dbus_input_user_tag(const char *tag, sd_bus_error *err)
 {
 	if (!tag_name_valid(tag))
-		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "Tag '%s' must be 1-32 of [a-z0-9_-], starting with a letter "
-					 "or digit",
-					 tag);
+		return sd_bus_error_setf(
+		    err, ERR("InvalidArgument"),
+		    "Tag '%s' must be 1-32 of [a-z0-9_-], starting with a letter "
+		    "or digit",
+		    tag);
 	if (tag_reserved(tag))
-		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "Tag '%s': tags starting with '" TAG_WARM_PREFIX
-					 "' are the images of warm templates, kept by Warren itself; "
-					 "choose another name",
-					 tag);
+		return sd_bus_error_setf(
+		    err, ERR("InvalidArgument"),
+		    "Tag '%s': tags starting with '" TAG_WARM_PREFIX
+		    "' are the images of warm templates, kept by Warren itself; "
+		    "choose another name",
+		    tag);
 	return 0;
 }

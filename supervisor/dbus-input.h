@@ -2,8 +2,8 @@
 #pragma once
 #include <systemd/sd-bus.h>
 
-#define DBUS_STRING_MAX 4096   /* bytes in any one string argument (a path, an argv element) */
-#define DBUS_STRINGS_MAX 1024  /* strings in one call (argv, options) */
+#define DBUS_STRING_MAX 4096  /* bytes in any one string argument (a path, an argv element) */
+#define DBUS_STRINGS_MAX 1024 /* strings in one call (argv, options) */
 
 /* Walk every argument of m (into arrays, structs, variants, dict entries): each string, object
  * path and signature at most DBUS_STRING_MAX bytes and free of control characters, at most

@@ -845,14 +845,22 @@ sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m)
 
 /* ---- restart safety ---- */
 
+/* Every field is checked again on load: a record no supervisor wrote is refused, not applied. */
 static int
 sandbox_kv(const char *k, const char *v, void *ud)
 {
 	struct sandbox *sb = ud;
-	if (!strcmp(k, "template"))
+	if (!strcmp(k, "template")) {
+		if (v[0] && !template_name_valid(v))
+			return -EBADMSG;
 		snprintf(sb->template_name, sizeof sb->template_name, "%s", v);
-	else if (!strcmp(k, "backend"))
+	} else if (!strcmp(k, "backend")) {
+		if (v[0] && strcmp(v, "gvisor") && strcmp(v, "microvm"))
+			return -EBADMSG;
 		snprintf(sb->backend, sizeof sb->backend, "%s", v);
+	} else if (!strcmp(k, "address") &&
+		   (strlen(v) >= sizeof sb->address || strspn(v, "0123456789.") != strlen(v)))
+		return -EBADMSG;
 	else if (!strcmp(k, "standby"))
 		sb->standby = atoi(v) != 0;
 	else if (!strcmp(k, "slot"))
@@ -884,6 +892,7 @@ sandboxes_load(struct supervisor *s)
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		struct sandbox *sb = sandbox_new(s, de->d_name, "");
 		if (file_read_kv(path, sandbox_kv, sb) < 0) {
+			log_warning("Ignoring sandbox record %s: unreadable or not valid", path);
 			sandbox_forget(sb);
 			continue;
 		}

@@ -76,8 +76,8 @@ template_record_format(const struct template_record *r, char **out, size_t *len)
 	fprintf(f, "format=%d\nrootfs=", TEMPLATE_RECORD_FORMAT);
 	put_escaped(f, r->rootfs);
 	fprintf(f, "\nport=%u\nmemory=%llu\nallow_outbound=%d\nidle_ms=%u\nwarm=%d\nstandby=%u\n",
-		r->port, (unsigned long long)r->memory_limit, r->allow_outbound, r->idle_ms, r->warm,
-		r->standby);
+		r->port, (unsigned long long)r->memory_limit, r->allow_outbound, r->idle_ms,
+		r->warm, r->standby);
 	for (size_t i = 0; i < r->argc; i++) {
 		fputs("arg=", f);
 		put_escaped(f, r->argv[i]);
@@ -104,10 +104,10 @@ template_record_clear(struct template_record *r)
 static int
 hexval(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0'
+	return c >= '0' && c <= '9'   ? c - '0'
 	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
 	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-					: -1;
+				      : -1;
 }
 
 /* The value v[0..n) unescaped (escaped: format 2) into a new string; NULL when an escape is
@@ -169,7 +169,7 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 	if (len > TEMPLATE_RECORD_MAX_BYTES)
 		return why_set(why, whylen, -EBADMSG, "record of %zu bytes", len);
 	enum { K_FORMAT, K_ROOTFS, K_PORT, K_MEMORY, K_OUTBOUND, K_IDLE, K_WARM, K_STANDBY, K_MAX };
-	static const char *const keys[K_MAX] = {"format", "rootfs",  "port", "memory",
+	static const char *const keys[K_MAX] = {"format",	  "rootfs",  "port", "memory",
 						"allow_outbound", "idle_ms", "warm", "standby"};
 	bool seen[K_MAX] = {0};
 	bool escaped = false;
@@ -211,7 +211,8 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 			char **nv = a ? realloc(r->argv, (r->argc + 2) * sizeof *r->argv) : NULL;
 			if (!nv) {
 				free(a);
-				ret = why_set(why, whylen, -EBADMSG, "argument %zu: bad escape", r->argc);
+				ret = why_set(why, whylen, -EBADMSG, "argument %zu: bad escape",
+					      r->argc);
 				goto fail;
 			}
 			r->argv = nv;

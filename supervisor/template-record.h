@@ -7,7 +7,7 @@
 
 #define TEMPLATE_RECORD_FORMAT 2
 #define TEMPLATE_RECORD_MAX_BYTES (512 * 1024)
-#define TEMPLATE_ARG_MAX 4096  /* bytes in one argv element */
+#define TEMPLATE_ARG_MAX 4096 /* bytes in one argv element */
 #define TEMPLATE_ARGC_MAX 64
 #define TEMPLATE_PATH_MAX 4096 /* the root filesystem path */
 #define TEMPLATE_STANDBY_MAX 16

@@ -108,6 +108,13 @@ expect "a normal Snapshot works" opbus call org.warren.Warren1 "${SB[@]}" Snapsh
 expect "and its tag is listed" sh -c "busctl --system call org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager ListTags | grep -q '\"t1\" \"good\"'"
 expect "the sandbox runs again after its snapshot" wait_for 60 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State)\" = 's \"running\"' ]"
 
+# an image planted under a warm template's tag that was taken from another template (t1, of
+# good): a warm create must not restore it into the warm template's sandbox
+cp -a "$T/images/t1" "$T/images/warm-abcdefghijklmnopqrstuvwx"
+w=$(opmgr CreateSandbox sa{sv} abcdefghijklmnopqrstuvwx 1 wait b true | awk '{print $2}' | tr -d '"')
+expect "a warm create with a foreign image under its tag starts cold (Image '$(sbprop "$w" Image)')" test -z "$(sbprop "$w" Image)"
+expect "and says why in the log" grep -q "taken from template 'good' on 'gvisor', not from it" "$T/supervisor.log"
+
 # the saved records: unchanged, nothing injected
 expect "the saved records are unchanged by the refused calls" test "$(sha256sum "$T/state/templates/good" "$T/state/templates/abcdefghijklmnopqrstuvwx")" = "$saved"
 expect "no record was written for a refused template" test ! -e "$T/state/templates/inj"

@@ -1,9 +1,11 @@
 /* Unit tests of what enters Warren from outside: the shared string checker (every D-Bus string),
  * reserved tags, the template record (write -> read is the same; injected lines are refused)
  * and the image header parser. */
+/* cmocka needs these first */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+
 #include <cmocka.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +21,8 @@ test_string_check(void **state)
 	size_t at = 99;
 	assert_int_equal(string_check("python3 /app/app.py --port 8080", 4096, NULL), 0);
 	assert_int_equal(string_check("", 4096, NULL), 0);
-	assert_int_equal(string_check("caf\xc3\xa9 \xe2\x82\xac", 4096, NULL), 0); /* UTF-8 is fine */
+	assert_int_equal(string_check("caf\xc3\xa9 \xe2\x82\xac", 4096, NULL),
+			 0); /* UTF-8 is fine */
 	assert_int_equal(string_check("a\nstandby=1000", 4096, &at), -EINVAL);
 	assert_int_equal(at, 1);
 	assert_int_equal(string_check("ab\r", 4096, &at), -EINVAL);
@@ -161,18 +164,18 @@ test_record_load_refuses(void **state)
 	assert_int_equal(parse("format=2\n" BASE "arg=x%zz\n"), -EBADMSG);
 	assert_int_equal(parse("format=2\n" BASE "arg=x%00\n"), -EBADMSG);
 	assert_int_equal(parse("format=3\n" BASE "arg=x\n"), -EBADMSG);
-	assert_int_equal(parse(BASE "format=2\narg=x\n"), -EBADMSG);   /* not first */
+	assert_int_equal(parse(BASE "format=2\narg=x\n"), -EBADMSG); /* not first */
 	assert_int_equal(parse(BASE "standby=1000\nwarm=1\narg=x\n"), -EBADMSG);
-	assert_int_equal(parse(BASE "colour=blue\narg=x\n"), -EBADMSG);   /* unknown key */
+	assert_int_equal(parse(BASE "colour=blue\narg=x\n"), -EBADMSG);	  /* unknown key */
 	assert_int_equal(parse(BASE "arg=x\nrootfs=/other\n"), -EBADMSG); /* twice */
-	assert_int_equal(parse(BASE "arg=x"), -EBADMSG);                  /* no line end */
+	assert_int_equal(parse(BASE "arg=x"), -EBADMSG);		  /* no line end */
 	assert_int_equal(parse(BASE "arg=x\r\n"), -EBADMSG);
 	assert_int_equal(parse(BASE "arg=x\nwarm=1x\n"), -EBADMSG);
 	assert_int_equal(parse(BASE "arg=x\nwarm=2\n"), -EBADMSG);
 	assert_int_equal(parse(BASE "arg=x\nidle_ms=-1\n"), -EBADMSG);
 	assert_int_equal(parse(BASE "arg=x\nidle_ms=99999999999999999999999\n"), -EBADMSG);
-	assert_int_equal(parse(BASE), -EBADMSG);                                   /* no command */
-	assert_int_equal(parse("port=80\nmemory=67108864\narg=x\n"), -EBADMSG);    /* no rootfs */
+	assert_int_equal(parse(BASE), -EBADMSG);				/* no command */
+	assert_int_equal(parse("port=80\nmemory=67108864\narg=x\n"), -EBADMSG); /* no rootfs */
 	assert_int_equal(parse("rootfs=/t\nport=0\nmemory=67108864\narg=x\n"), -EBADMSG);
 	assert_int_equal(parse("rootfs=/t\nport=80\nmemory=1\narg=x\n"), -EBADMSG);
 	assert_int_equal(parse("rootfs=/t\nport=80\nmemory=67108864\narg=\n"), -EBADMSG);
@@ -199,11 +202,12 @@ static void
 test_image_header(void **state)
 {
 	static struct image_header h;
-	assert_int_equal(header("format=1\ncreated=5\nparent=0123456789ab\ntemplate=web\n"
-				"backend=microvm\ncompression=zstd\n"
-				"file=checkpoint.img 10 00000000000000ff\nfile=ram.zst 0 0000000000000000\n",
-				&h),
-			 0);
+	assert_int_equal(
+	    header("format=1\ncreated=5\nparent=0123456789ab\ntemplate=web\n"
+		   "backend=microvm\ncompression=zstd\n"
+		   "file=checkpoint.img 10 00000000000000ff\nfile=ram.zst 0 0000000000000000\n",
+		   &h),
+	    0);
 	assert_string_equal(h.parent, "0123456789ab");
 	assert_string_equal(h.template_name, "web");
 	assert_string_equal(h.backend, "microvm");
@@ -214,26 +218,26 @@ test_image_header(void **state)
 	assert_int_equal(header("format=1\nfile=a 1 0000000000000001\n", &h), 0);
 	assert_string_equal(h.backend, "gvisor");
 	const char *bad[] = {
-		"file=a 1 0000000000000001\n",                              /* no format */
-		"format=2\nfile=a 1 0000000000000001\n",                    /* unknown format */
-		"format=1\n",                                               /* no files */
-		"format=1\nfile=../x 1 0000000000000001\n",                 /* escapes */
-		"format=1\nfile=a/b 1 0000000000000001\n",
-		"format=1\nfile=.hidden 1 0000000000000001\n",
-		"format=1\nfile=warren-image 1 0000000000000001\n",
-		"format=1\nfile=a 1 0000000000000001\nfile=a 1 0000000000000001\n", /* twice */
-		"format=1\nfile=a -1 0000000000000001\n",
-		"format=1\nfile=a 1 01\n",
-		"format=1\nfile=a 1 000000000000000g\n",
-		"format=1\nfile=a 1\n",
-		"format=1\nformat=1\nfile=a 1 0000000000000001\n",
-		"format=1\nparent=../../etc/pa\nfile=a 1 0000000000000001\n",
-		"format=1\ntemplate=Web\nfile=a 1 0000000000000001\n",
-		"format=1\nbackend=qemu\nfile=a 1 0000000000000001\n",
-		"format=1\ncompression=lz4\nfile=a 1 0000000000000001\n",
-		"format=1\nfile=a 1 0000000000000001",                      /* no line end */
-		"format=1\nfile=a 1 0000000000000001\r\n",
-		"format=1\nmystery=1\nfile=a 1 0000000000000001\n",
+	    "file=a 1 0000000000000001\n",		/* no format */
+	    "format=2\nfile=a 1 0000000000000001\n",	/* unknown format */
+	    "format=1\n",				/* no files */
+	    "format=1\nfile=../x 1 0000000000000001\n", /* escapes */
+	    "format=1\nfile=a/b 1 0000000000000001\n",
+	    "format=1\nfile=.hidden 1 0000000000000001\n",
+	    "format=1\nfile=warren-image 1 0000000000000001\n",
+	    "format=1\nfile=a 1 0000000000000001\nfile=a 1 0000000000000001\n", /* twice */
+	    "format=1\nfile=a -1 0000000000000001\n",
+	    "format=1\nfile=a 1 01\n",
+	    "format=1\nfile=a 1 000000000000000g\n",
+	    "format=1\nfile=a 1\n",
+	    "format=1\nformat=1\nfile=a 1 0000000000000001\n",
+	    "format=1\nparent=../../etc/pa\nfile=a 1 0000000000000001\n",
+	    "format=1\ntemplate=Web\nfile=a 1 0000000000000001\n",
+	    "format=1\nbackend=qemu\nfile=a 1 0000000000000001\n",
+	    "format=1\ncompression=lz4\nfile=a 1 0000000000000001\n",
+	    "format=1\nfile=a 1 0000000000000001", /* no line end */
+	    "format=1\nfile=a 1 0000000000000001\r\n",
+	    "format=1\nmystery=1\nfile=a 1 0000000000000001\n",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(header(bad[i], &h), -EBADMSG);
@@ -243,9 +247,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_string_check),     cmocka_unit_test(test_tags),
-		cmocka_unit_test(test_record_round_trip), cmocka_unit_test(test_record_write_refuses),
-		cmocka_unit_test(test_record_load_refuses), cmocka_unit_test(test_image_header),
+	    cmocka_unit_test(test_string_check),	cmocka_unit_test(test_tags),
+	    cmocka_unit_test(test_record_round_trip),	cmocka_unit_test(test_record_write_refuses),
+	    cmocka_unit_test(test_record_load_refuses), cmocka_unit_test(test_image_header),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
