@@ -77,7 +77,9 @@ warrenctl destroy "$id"
 
 # Each hostile template: AddTemplate, then the create is refused by netnsd with the reason.
 err() { "$@" 2>&1 && return 1 || true; }
-add() { mgr AddTemplate ssasqta{sv} -- "$1" "$TPL/$1/rootfs" 7 /bin/busybox httpd -f -p 8080 -h /www 8080 67108864 0 >/dev/null; }
+# (httpd serves / : the program runs the same in the template and in the host's root, so a
+# sandbox given the wrong tree would start and be seen)
+add() { mgr AddTemplate ssasqta{sv} -- "$1" "$TPL/$1/rootfs" 7 /bin/busybox httpd -f -p 8080 -h / 8080 67108864 0 >/dev/null; }
 refused() { # refused NAME PATTERN
 	local out
 	add "$1" || fail "AddTemplate $1"
@@ -108,14 +110,17 @@ while True:
 EOF
 SWAPPER=$!
 host_root=0 ok=0 refused=0
-for i in $(seq 12); do
+for i in $(seq 16); do
 	if out=$(mgr CreateSandbox sa{sv} swap 1 wait b true 2>&1); then
 		sid=$(awk '{print $2}' <<<"$out" | tr -d '"')
 		ok=$((ok + 1))
-		# /etc/os-release is the host's; the web template has only /etc/passwd
-		if warrenctl exec "$sid" -- /bin/busybox test -e /etc/os-release 2>/dev/null; then
+		# /etc/os-release is the host's; the web template has only /etc/passwd (the checked
+		# tree may be named rootfs.alt by now: the exchange goes on)
+		groot=$(gofer_root "$sid")
+		if ! grep -q "^$TPL/swap/rootfs" <<<"$groot" ||
+			warrenctl exec "$sid" -- /bin/busybox test -e /etc/os-release 2>/dev/null; then
 			host_root=$((host_root + 1))
-			log "sandbox $sid got the host's root"
+			log "sandbox $sid got the host's root (gofer root: $groot)"
 		fi
 		warrenctl destroy "$sid" >/dev/null 2>&1 || true
 	else
