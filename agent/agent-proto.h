@@ -34,9 +34,9 @@ enum agent_proto_kind {
 struct agent_proto_request {
 	enum agent_proto_kind kind;
 	long long sec, nsec; /* clock: 0 0 when they do not parse */
-	const char *id;      /* id: the rest of the line */
-	unsigned ms;         /* exec: timeout */
-	size_t len;          /* exec: bytes at args */
+	const char *id;	     /* id: the rest of the line */
+	unsigned ms;	     /* exec: timeout */
+	size_t len;	     /* exec: bytes at args */
 	char *args;
 };
 
@@ -62,7 +62,8 @@ agent_proto_next(char *buf, size_t have, struct agent_proto_request *q)
 		q->id = buf + 3;
 	} else if (!strncmp(buf, "exec ", 5)) {
 		q->kind = AGENT_PROTO_BAD_EXEC;
-		if (sscanf(buf + 5, "%u %zu", &q->ms, &q->len) != 2 || q->len > AGENT_PROTO_MAX_EXEC)
+		if (sscanf(buf + 5, "%u %zu", &q->ms, &q->len) != 2 ||
+		    q->len > AGENT_PROTO_MAX_EXEC)
 			return line_len;
 		if (have - line_len < q->len) {
 			*nl = '\n';

@@ -97,7 +97,8 @@ check_table(void)
 		      r->state <= WARREN__V1__ROUTE_STATE__ROUTE_FAILED);
 		CHECK(strlen(r->reason) <= 200 && r->start_timeout_ms <= 600000);
 		CHECK(r->probe_fd == -1 && r->active == 0);
-		CHECK((probed_index(r) >= 0) == (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING));
+		CHECK((probed_index(r) >= 0) ==
+		      (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING));
 	}
 	for (size_t i = 0; i < n_probed; i++)
 		CHECK(route_listed(probed[i]));
