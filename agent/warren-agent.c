@@ -12,7 +12,7 @@
  *      docs/MICROVM.md);
  *   4. answer the host on the virtio-serial port "org.warren.agent" (QEMU) or, with
  *      warren.agent=vsock (Firecracker, which has no virtio-serial), on vsock port 1024 after
- *      loading the modules in /etc/warren/modules-vsock; one request per line:
+ *      loading the modules in /etc/warren/modules-vsock; one request per line (agent-proto.h):
  *        ping                  -> ok
  *        clock <sec> <nsec>    -> ok      (after every restore: the guest clock stood still)
  *        id <sandbox id>       -> ok      (after every restore: clones must not share it;
