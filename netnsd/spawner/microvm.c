@@ -695,12 +695,14 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 }
 
 int
-microvm_exec(const char *bundle, char *const *argv, size_t argc, unsigned timeout_ms,
-	     int out_fd, int err_fd)
+microvm_agent_open(const char *bundle)
 {
-	int fd = agent_open(bundle);
-	if (fd < 0)
-		return fd;
+	return agent_open(bundle);
+}
+
+int
+microvm_exec(int fd, char *const *argv, size_t argc, unsigned timeout_ms, int out_fd, int err_fd)
+{
 	size_t len = 0;
 	for (size_t i = 0; i < argc; i++)
 		len += strlen(argv[i]) + 1;

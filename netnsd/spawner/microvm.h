@@ -56,11 +56,13 @@ int microvm_finish_restore(const char *bundle, const char *id, const int incomin
  * that was itself restored has only the pages it wrote since copied while paused. */
 int microvm_snapshot(const struct microvm_config *c, const char *bundle, const char *id,
 		     pid_t vmm_pid, uint64_t memory_limit, int image_dirfd);
-/* Run argv in the guest through the agent; stdout/stderr into the fds (each at most
- * MICROVM_EXEC_OUTPUT_MAX bytes, then a "warren: ... truncated" line on stderr); the exit
- * status. */
+/* Connect to the VM's agent (its socket in the bundle); an fd or -errno. */
+int microvm_agent_open(const char *bundle);
+/* Run argv in the guest through the agent connection fd (closed here); stdout/stderr into the
+ * fds (each at most MICROVM_EXEC_OUTPUT_MAX bytes, then a "warren: ... truncated" line on
+ * stderr); the exit status. */
 #define MICROVM_EXEC_OUTPUT_MAX (16u << 20)
-int microvm_exec(const char *bundle, char *const *argv, size_t argc, unsigned timeout_ms,
-		 int out_fd, int err_fd);
+int microvm_exec(int agent_fd, char *const *argv, size_t argc, unsigned timeout_ms, int out_fd,
+		 int err_fd);
 /* A cold-booted VM's RAM: a memfd of this name the VMM inherits (no file anywhere). */
 #define MICROVM_RAM_NAME "warren-ram"

@@ -22,6 +22,7 @@
 #include "names.h"
 #include "oci-spec.h"
 #include "rootfs.h"
+#include "spawner-sandbox.h"
 
 #include <event2/event.h>
 #include <fcntl.h>
@@ -994,7 +995,17 @@ vm_exec(struct sb *sb, void *arg, int out_fd, int err_fd)
 {
 	const Warren__V1__ExecRequest *q = arg;
 	unsigned ms = q->timeout_ms ? q->timeout_ms : 30000;
-	int status = microvm_exec(sb->bundle, q->argv, q->n_argv, ms, out_fd, err_fd);
+	/* the agent's answer is the guest's to write: read it as the VMM's user, with no
+	 * capability, once the channel (root's socket) is open */
+	int fd = microvm_agent_open(sb->bundle);
+	if (fd >= 0 && cfg->vm->vm_user) {
+		int r = spawner_sandbox_drop_step(cfg->vm->vm_user);
+		if (r < 0) {
+			dprintf(err_fd, "warren: cannot drop privileges: %s\n", strerror(-r));
+			return 255;
+		}
+	}
+	int status = fd < 0 ? fd : microvm_exec(fd, q->argv, q->n_argv, ms, out_fd, err_fd);
 	if (status < 0) {
 		dprintf(err_fd, "warren: the guest agent did not answer: %s\n", strerror(-status));
 		return 255;
@@ -1159,6 +1170,8 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 	if (templates_fd < 0)
 		log_error_errno(templates_fd, "Templates dir %s (root's, writable by root only?): %m; "
 				"gVisor sandboxes are refused", cfg->templates_dir);
+	if (spawner_sandbox_apply() < 0)
+		_exit(1); /* netnsd sees the link close and exits: never run with more */
 	base = event_base_new();
 	struct ipc_server_config sc = {.name = "netnsd-spawner",
 				       .table = spawner_table,

@@ -1,7 +1,7 @@
 /* libFuzzer harness: the microVM agent protocol (agent/agent-proto.h) in both directions.
  *
  * Byte 0, bit 0 clear: the host side. The rest of the input is what a hostile guest's agent
- * sends back, read by the spawner's real code (netnsd/spawner/microvm.c: agent_open with
+ * sends back, read by the spawner's real code (netnsd/spawner/microvm.c: microvm_agent_open with
  * Firecracker's "CONNECT"/"OK" when bit 1 is set, then microvm_exec's exit line and output
  * copy, or with bit 2 microvm_finish_restore's two "ok" answers). Stubbed at the boundary: the
  * connection (unix_connect, wrapped: one end of a socketpair holding the guest's bytes, its
@@ -188,7 +188,9 @@ host_side(uint8_t flags)
 	int out = memfd_create("out", MFD_CLOEXEC), err = memfd_create("err", MFD_CLOEXEC);
 	CHECK(out >= 0 && err >= 0);
 	char *argv[] = {"/bin/echo", "", "hi", NULL};
-	int r = microvm_exec(BUNDLE, argv, 3, 1000, out, err);
+	/* the spawner connects, then reads the answer (as warren-vm: not here) */
+	int fd = microvm_agent_open(BUNDLE);
+	int r = fd < 0 ? fd : microvm_exec(fd, argv, 3, 1000, out, err);
 	size_t no = memfd_size(out), ne = memfd_size(err);
 	CHECK(connects == 1);
 	/* never more than the guest sent (inputs are far below MICROVM_EXEC_OUTPUT_MAX) */

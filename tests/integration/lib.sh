@@ -176,17 +176,20 @@ has_state() {
 }
 ctl() { warrenctl "$@"; }
 # create TEMPLATE [wait]: prints the new sandbox's id. A failed CreateSandbox, or a reply
-# without a 12-hex id, fails the test (also from inside $(...), see fail).
+# without a 12-hex id, is logged and returns 1, never an empty id with status 0: `id=$(create
+# web)` then stops the test (errexit); a test that expects the failure turns errexit off and
+# captures it (`set +e; err=$(create x 2>&1); set -e`), so this does not call fail.
 create() {
 	local out id
 	if [ "${2:-}" = wait ]; then
 		out=$(mgr CreateSandbox sa{sv} "$1" 1 wait b true 2>&1) ||
-			fail "CreateSandbox $1 (wait) failed: $out"
+			{ log "CreateSandbox $1 (wait) failed: $out"; return 1; }
 	else
-		out=$(mgr CreateSandbox sa{sv} "$1" 0 2>&1) || fail "CreateSandbox $1 failed: $out"
+		out=$(mgr CreateSandbox sa{sv} "$1" 0 2>&1) ||
+			{ log "CreateSandbox $1 failed: $out"; return 1; }
 	fi
 	id=$(awk '{print $2}' <<<"$out" | tr -d '"')
-	[[ $id =~ ^[0-9a-f]{12}$ ]] || fail "CreateSandbox $1 gave no sandbox id: $out"
+	[[ $id =~ ^[0-9a-f]{12}$ ]] || { log "CreateSandbox $1 gave no sandbox id: $out"; return 1; }
 	echo "$id"
 }
 # ids_in TEXT: the 12-hex sandbox ids in a D-Bus reply or warrenctl output, one a line

@@ -10,6 +10,11 @@ python3 "$SOURCE/tests/helpers/upstream.py" "$UP" &
 PIDS+=($!)
 wait_for 10 curl -fsS "http://127.0.0.1:$UP/" || fail "upstream did not start"
 SOCK=$T/gw/gateway.sock
+route() { # route ID ADDR PORT STATE [TIMEOUT [REASON]]: SetRoute, which must be answered ok
+	local out
+	out=$($POKE "$SOCK" setroute "$@" || true)
+	[ "$out" = ok ] || fail "setroute $*: $out"
+}
 A=aaaaaaaaaaaa
 B=bbbbbbbbbbbb
 expect "route A set" grep -q ok <<<"$($POKE "$SOCK" setroute $A 127.0.0.1 "$UP" running)"
@@ -67,13 +72,13 @@ t1=$(date +%s%N)
 expect "20 requests answered beside a hung one, which is still open ($(((t1 - t0) / 1000000)) ms)" kill -0 "$hung"
 kill $hung 2>/dev/null || true
 # failed route: 502 with the reason
-$POKE "$SOCK" setroute $B 127.0.0.1 "$UP" failed 0 "its app exited with status 3" >/dev/null
+route $B 127.0.0.1 "$UP" failed 0 "its app exited with status 3"
 out=$(curl -s -w ' %{http_code}' "$GW/s/$B/")
 expect "failed route: 502 with reason ($out)" grep -q "exited with status 3.* 502" <<<"$(echo $out)"
 # starting route to a closed port: held, retried, 504 at the start timeout
 C=cccccccccccc
 FREE=$((GW_PORT + 2000))
-$POKE "$SOCK" setroute $C 127.0.0.1 "$FREE" starting 1000 >/dev/null
+route $C 127.0.0.1 "$FREE" starting 1000
 t0=$(date +%s%N)
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$GW/s/$C/")
 t1=$(date +%s%N)
@@ -83,12 +88,13 @@ expect "starting route that never answers: 504" test "$code" = 504
 # but curl's 10 s: speed belongs in bench/.
 expect "the 504 came after the 1 s start timeout ($(((t1 - t0) / 1000000)) ms)" test $(((t1 - t0) / 1000000)) -ge 1000
 # starting route whose app comes up while the request is held
-$POKE "$SOCK" setroute $C 127.0.0.1 "$FREE" starting 10000 >/dev/null
+route $C 127.0.0.1 "$FREE" starting 10000
 curl -s --max-time 10 "$GW/s/$C/late" >"$T/late" 2>&1 &
 late=$!
 sleep 0.7
 expect "the request is held while nothing listens (not answered yet)" kill -0 "$late"
-expect "nothing listens on the app's port yet" sh -c "! ss -Hltn 'sport = :$FREE' | grep -q ."
+listening=$(ss -Hltn "sport = :$FREE")
+expect "nothing listens on the app's port yet" test -z "$listening"
 python3 "$SOURCE/tests/helpers/upstream.py" "$FREE" &
 PIDS+=($!)
 wait "$late" || fail "held request: curl failed: $(cat "$T/late")"
@@ -96,10 +102,10 @@ expect "held request answered once the app is up ($(cat "$T/late"))" grep -q "he
 # a route whose runtime is not up yet is not probed: its app answering changes nothing until
 # SetRoute says the runtime runs
 D=dddddddddddd
-$POKE "$SOCK" setroute $D 127.0.0.1 "$FREE" booting 1500 >/dev/null
+route $D 127.0.0.1 "$FREE" booting 1500
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$GW/s/$D/")
 expect "a booting route is held and times out although a server listens ($code)" test "$code" = 504
-$POKE "$SOCK" setroute $D 127.0.0.1 "$FREE" starting 10000 >/dev/null
+route $D 127.0.0.1 "$FREE" starting 10000
 out=$(curl -s --max-time 10 "$GW/s/$D/up")
 expect "once its runtime is up it is probed and answers ($out)" grep -q "hello path=/up" <<<"$out"
 expect "remove route" grep -q ok <<<"$($POKE "$SOCK" removeroute $C)"

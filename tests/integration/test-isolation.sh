@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.sh"
 start_bus
 # "the world" below is a private address: outbound sandboxes reach it only when allowed
 POOL=4 start_netnsd --egress-allow "10.250.$K.0/30"
-wait_for 10 sh -c "$POKE $T/netnsd.sock status | grep -q pool_free=4"
+wait_for 10 sh -c "$POKE $T/netnsd.sock status | grep -q pool_free=4" || fail "netnsd's pool of 4 not ready"
 hold() { # hold NAME [outbound]: claim a slot and keep it; sets NAME_addr NAME_gw NAME_ns
 	local name=$1 slot addr gw pid fd
 	$POKE "$T/netnsd.sock" claim-hold ${2:-} >"$T/$name.claim" &
