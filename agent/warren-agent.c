@@ -12,7 +12,7 @@
  *      docs/MICROVM.md);
  *   4. answer the host on the virtio-serial port "org.warren.agent" (QEMU) or, with
  *      warren.agent=vsock (Firecracker, which has no virtio-serial), on vsock port 1024 after
- *      loading the modules in /etc/warren/modules-vsock; one request per line:
+ *      loading the modules in /etc/warren/modules-vsock; one request per line (agent-proto.h):
  *        ping                  -> ok
  *        clock <sec> <nsec>    -> ok      (after every restore: the guest clock stood still)
  *        id <sandbox id>       -> ok      (after every restore: clones must not share it;
@@ -50,11 +50,13 @@
 #include <arpa/inet.h>
 #include <linux/vm_sockets.h>
 
+#include "agent-proto.h"
+
 #define INNER_ADDR "10.0.2.15"
 #define INNER_GW "10.0.2.2"
-#define PORT_NAME "org.warren.agent"
+#define PORT_NAME AGENT_PROTO_PORT_NAME
 #define MAX_FILE (64 * 1024)
-#define AGENT_VSOCK_PORT 1024
+#define AGENT_VSOCK_PORT AGENT_PROTO_VSOCK_PORT
 
 static pid_t app_pid;
 static char cmdline[4096];
@@ -341,10 +343,10 @@ reap(void)
 static void
 do_exec(int port, unsigned ms, char *args, size_t len)
 {
-	char **argv = calloc(len / 2 + 2, sizeof *argv);
 	size_t n = 0;
-	for (size_t i = 0; i < len; i += strlen(args + i) + 1)
-		argv[n++] = args + i;
+	char **argv = agent_proto_exec_argv(args, len, &n);
+	if (!argv)
+		n = 0;
 	int out = memfd_create("out", MFD_CLOEXEC), err = memfd_create("err", MFD_CLOEXEC);
 	char *env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	int status = 127;
@@ -385,43 +387,38 @@ do_exec(int port, unsigned ms, char *args, size_t len)
 	free(argv);
 }
 
-/* One request starting at line (NUL-terminated, without its newline). Extra bytes a request
- * carries follow in buf; returns how many of them it used, or -1 when more must arrive. */
-static ssize_t
-handle(int port, char *line, char *rest, size_t rest_len)
+/* One request (agent-proto.h parsed it); ud is the port. */
+static void
+handle(const struct agent_proto_request *q, void *ud)
 {
-	if (!strcmp(line, "ping")) {
+	int port = *(int *)ud;
+	switch (q->kind) {
+	case AGENT_PROTO_PING:
 		write_all(port, "ok\n", 3);
-	} else if (!strncmp(line, "clock ", 6)) {
-		struct timespec ts = {0};
-		long long sec = 0, nsec = 0;
-		if (sscanf(line + 6, "%lld %lld", &sec, &nsec) == 2) {
-			ts.tv_sec = sec;
-			ts.tv_nsec = nsec;
-		}
+		break;
+	case AGENT_PROTO_CLOCK: {
+		struct timespec ts = {.tv_sec = q->sec, .tv_nsec = q->nsec};
 		bool ok = ts.tv_sec > 0 && clock_settime(CLOCK_REALTIME, &ts) == 0;
 		write_all(port, ok ? "ok\n" : "error clock\n", ok ? 3 : 12);
-	} else if (!strncmp(line, "id ", 3)) {
+		break;
+	}
+	case AGENT_PROTO_ID: {
 		int fd = open("/run/warren/id", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		bool ok = fd >= 0 && write(fd, line + 3, strlen(line + 3)) >= 0;
+		bool ok = fd >= 0 && write(fd, q->id, strlen(q->id)) >= 0;
 		if (fd >= 0)
 			close(fd);
 		write_all(port, ok ? "ok\n" : "error id\n", ok ? 3 : 9);
-	} else if (!strncmp(line, "exec ", 5)) {
-		unsigned ms = 0;
-		size_t len = 0;
-		if (sscanf(line + 5, "%u %zu", &ms, &len) != 2 || len > MAX_FILE) {
-			write_all(port, "error exec\n", 11);
-			return 0;
-		}
-		if (rest_len < len)
-			return -1;
-		do_exec(port, ms, rest, len);
-		return (ssize_t)len;
-	} else {
+		break;
+	}
+	case AGENT_PROTO_EXEC:
+		do_exec(port, q->ms, q->args, q->len);
+		break;
+	case AGENT_PROTO_BAD_EXEC:
+		write_all(port, "error exec\n", 11);
+		break;
+	default:
 		write_all(port, "error unknown\n", 14);
 	}
-	return 0;
 }
 
 /* Listen on vsock for the host (Firecracker's socket forwards "CONNECT 1024" here). */
@@ -445,7 +442,7 @@ vsock_listen(void)
 static void
 serve(int port, int listener)
 {
-	static char buf[MAX_FILE + 4096];
+	static char buf[AGENT_PROTO_MAX_EXEC + 4096];
 	size_t have = 0;
 	bool vsock = listener >= 0;
 	/* Sleep until something happens, never spin (every wake-up costs the host CPU under TCG):
@@ -500,23 +497,8 @@ serve(int port, int listener)
 		if (k < 0)
 			continue;
 		have += (size_t)k;
-		for (;;) {
-			char *nl = memchr(buf, '\n', have);
-			if (!nl)
-				break;
-			*nl = 0;
-			size_t line_len = (size_t)(nl - buf) + 1;
-			ssize_t used = handle(port, buf, nl + 1, have - line_len);
-			if (used < 0) {
-				*nl = '\n';
-				break;
-			}
-			size_t consumed = line_len + (size_t)used;
-			memmove(buf, buf + consumed, have - consumed);
-			have -= consumed;
-		}
-		if (have == sizeof buf - 1)
-			have = 0; /* a request larger than allowed: drop it */
+		/* a request larger than allowed is dropped */
+		agent_proto_drain(buf, &have, sizeof buf, handle, &port);
 	}
 }
 

@@ -2,6 +2,7 @@
  * cgroup, snapshot = pause + device state + RAM file + resume in place, restore = the RAM file
  * mapped private + device state + the agent told the time and the new identity. */
 #include "microvm.h"
+#include "agent-proto.h"
 #include "microvm-net.h"
 #include "fileio.h"
 #include "ipc.h"
@@ -716,7 +717,7 @@ microvm_exec(int fd, char *const *argv, size_t argc, unsigned timeout_ms, int ou
 		r = read_line(fd, line, sizeof line, (int)timeout_ms + AGENT_TIMEOUT_MS);
 	int status = -1;
 	long long ol = 0, el = 0;
-	if (r == 0 && sscanf(line, "exit %d %lld %lld", &status, &ol, &el) != 3)
+	if (r == 0 && !agent_proto_parse_exit(line, &status, &ol, &el))
 		r = -EIO;
 	/* the sizes are the guest's word: each stream is copied up to MICROVM_EXEC_OUTPUT_MAX
 	 * (the memfds are the spawner's memory), then the connection is dropped */

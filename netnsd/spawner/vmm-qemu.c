@@ -73,7 +73,7 @@ qemu_argv(const struct vmm_launch *l, char ***out)
 	ARG("-chardev");
 	ARG("socket,id=agent,path=%s/agent.sock,server=on,wait=off", l->vmm_dir);
 	ARG("-device");
-	ARG("virtserialport,chardev=agent,name=org.warren.agent");
+	ARG("virtserialport,chardev=agent,name=" AGENT_PROTO_PORT_NAME);
 	ARG("-qmp");
 	ARG("unix:%s/vmm.sock,server=on,wait=off", l->vmm_dir);
 	ARG("-serial");

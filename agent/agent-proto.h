@@ -1,0 +1,126 @@
+/* The microVM agent protocol, shared by the guest's agent (agent/warren-agent.c, a static binary
+ * of its own: so this header holds its code inline and needs only libc) and the host's spawner
+ * (netnsd/spawner/microvm.c). One request per line, host to guest:
+ *   ping                  -> ok
+ *   clock <sec> <nsec>    -> ok | error clock
+ *   id <sandbox id>       -> ok | error id
+ *   exec <ms> <len>\n<len bytes: argv, NUL-separated, each NUL-terminated>
+ *                         -> exit <status> <outlen> <errlen>\n<stdout><stderr> | error exec
+ * anything else           -> error unknown
+ * The parsers here do no I/O, so both directions are fuzzed (tests/fuzz/fuzz-agent-protocol.c). */
+#pragma once
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* QEMU's virtio-serial port the agent answers on */
+#define AGENT_PROTO_PORT_NAME "org.warren.agent"
+/* the vsock port it listens on for VMMs without virtio-serial (Firecracker) */
+#define AGENT_PROTO_VSOCK_PORT 1024
+/* the most argv bytes an exec request may carry */
+#define AGENT_PROTO_MAX_EXEC (64 * 1024)
+
+enum agent_proto_kind {
+	AGENT_PROTO_PING,
+	AGENT_PROTO_CLOCK,
+	AGENT_PROTO_ID,
+	AGENT_PROTO_EXEC,
+	AGENT_PROTO_BAD_EXEC, /* an exec line that does not parse or asks too much */
+	AGENT_PROTO_UNKNOWN,
+};
+
+struct agent_proto_request {
+	enum agent_proto_kind kind;
+	long long sec, nsec; /* clock: 0 0 when they do not parse */
+	const char *id;	     /* id: the rest of the line */
+	unsigned ms;	     /* exec: timeout */
+	size_t len;	     /* exec: bytes at args */
+	char *args;
+};
+
+/* One request at the start of buf (have bytes). Returns how many bytes it takes (its line and,
+ * for exec, its argv bytes), or 0 when more must arrive. The line's newline becomes a NUL. */
+static inline size_t
+agent_proto_next(char *buf, size_t have, struct agent_proto_request *q)
+{
+	char *nl = memchr(buf, '\n', have);
+	if (!nl)
+		return 0;
+	*nl = 0;
+	size_t line_len = (size_t)(nl - buf) + 1;
+	*q = (struct agent_proto_request){.kind = AGENT_PROTO_UNKNOWN};
+	if (!strcmp(buf, "ping")) {
+		q->kind = AGENT_PROTO_PING;
+	} else if (!strncmp(buf, "clock ", 6)) {
+		q->kind = AGENT_PROTO_CLOCK;
+		if (sscanf(buf + 6, "%lld %lld", &q->sec, &q->nsec) != 2)
+			q->sec = q->nsec = 0;
+	} else if (!strncmp(buf, "id ", 3)) {
+		q->kind = AGENT_PROTO_ID;
+		q->id = buf + 3;
+	} else if (!strncmp(buf, "exec ", 5)) {
+		q->kind = AGENT_PROTO_BAD_EXEC;
+		if (sscanf(buf + 5, "%u %zu", &q->ms, &q->len) != 2 ||
+		    q->len > AGENT_PROTO_MAX_EXEC)
+			return line_len;
+		if (have - line_len < q->len) {
+			*nl = '\n';
+			return 0;
+		}
+		q->kind = AGENT_PROTO_EXEC;
+		q->args = nl + 1;
+		return line_len + q->len;
+	}
+	return line_len;
+}
+
+/* Run every complete request in buf through handle, in order, and keep what is left at the
+ * start of buf. buf holds size bytes: when it is full without a complete request (one larger
+ * than allowed), it is dropped. */
+static inline void
+agent_proto_drain(char *buf, size_t *have, size_t size,
+		  void (*handle)(const struct agent_proto_request *q, void *ud), void *ud)
+{
+	for (;;) {
+		struct agent_proto_request q;
+		size_t used = agent_proto_next(buf, *have, &q);
+		if (!used)
+			break;
+		handle(&q, ud);
+		memmove(buf, buf + used, *have - used);
+		*have -= used;
+	}
+	if (*have == size - 1)
+		*have = 0;
+}
+
+/* An exec's argv: NULL-terminated pointers into args, one per NUL-terminated string within its
+ * len bytes (bytes after the last NUL are not an argument: they may be the next request's).
+ * Returns NULL when out of memory; free() the vector only. */
+static inline char **
+agent_proto_exec_argv(char *args, size_t len, size_t *argc)
+{
+	/* each string takes at least its NUL: at most len of them */
+	char **argv = calloc(len + 1, sizeof *argv);
+	size_t n = 0;
+	if (!argv)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t k = strnlen(args + i, len - i);
+		if (k == len - i)
+			break;
+		argv[n++] = args + i;
+		i += k + 1;
+	}
+	*argc = n;
+	return argv;
+}
+
+/* The agent's answer to exec, as the host reads it. The sizes are the guest's word. */
+static inline bool
+agent_proto_parse_exit(const char *line, int *status, long long *out_len, long long *err_len)
+{
+	return sscanf(line, "exit %d %lld %lld", status, out_len, err_len) == 3;
+}
