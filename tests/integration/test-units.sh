@@ -28,12 +28,12 @@ warren-gateway.service RestrictAddressFamilies AF_UNIX AF_INET AF_INET6
 warren-netnsd.service Type notify
 warren-netnsd.service User -
 warren-netnsd.service AmbientCapabilities -
-warren-netnsd.service CapabilityBoundingSet CAP_NET_ADMIN CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_SYS_CHROOT CAP_SETUID CAP_SETGID CAP_SETPCAP CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_FOWNER CAP_CHOWN CAP_KILL CAP_MKNOD CAP_SYS_RESOURCE CAP_NET_RAW CAP_AUDIT_WRITE CAP_FSETID CAP_NET_BIND_SERVICE
+warren-netnsd.service CapabilityBoundingSet CAP_SYS_ADMIN CAP_SYS_CHROOT CAP_SYS_PTRACE CAP_SETUID CAP_SETGID CAP_NET_ADMIN CAP_NET_RAW CAP_CHOWN CAP_KILL CAP_DAC_OVERRIDE CAP_SETPCAP
 warren-netnsd.service RestrictAddressFamilies AF_UNIX AF_NETLINK AF_INET AF_INET6
 warren-snapshotd.service Type notify
-warren-snapshotd.service User -
-warren-snapshotd.service AmbientCapabilities -
-warren-snapshotd.service CapabilityBoundingSet CAP_SYS_ADMIN
+warren-snapshotd.service User warren-snapshotd
+warren-snapshotd.service AmbientCapabilities CAP_SYS_ADMIN CAP_DAC_OVERRIDE
+warren-snapshotd.service CapabilityBoundingSet CAP_SYS_ADMIN CAP_DAC_OVERRIDE
 warren-snapshotd.service NoNewPrivileges yes
 warren-snapshotd.service RestrictAddressFamilies AF_UNIX
 warren-snapshotd.service PrivateNetwork yes
