@@ -134,8 +134,10 @@ cleanup() {
 	set +e
 	trap '' USR1
 	for ((i = ${#EXIT_HOOKS[@]} - 1; i >= 0; i--)); do eval "${EXIT_HOOKS[i]}"; done
-	local spawners
-	spawners=$(pgrep -P "${PID_netnsd:-0}" 2>/dev/null)
+	local spawners=
+	# netnsd's children (its spawner); none when this test started no netnsd (pgrep -P 0 would
+	# name the kernel's threads and the wait below would sit on them)
+	[ -n "${PID_netnsd:-}" ] && spawners=$(pgrep -P "$PID_netnsd" 2>/dev/null)
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[i]}"; done
 	# netnsd's spawner removes sandboxes after netnsd exits; wait for it
 	for p in $spawners; do
