@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build Warren's libFuzzer harnesses with clang (address + undefined sanitizers) and run each for
 # a bounded time from its checked-in seed corpus. CI runs it short (ctest label fuzz); run it
-# long by hand:  scripts/fuzz.sh --seconds 360   (10 harnesses x 360 s = 1 CPU-hour).
+# long by hand:  scripts/fuzz.sh --seconds 450   (8 harnesses x 450 s = 1 CPU-hour).
 # Prints, per harness: executions, wall and CPU seconds, crashes, and the totals. Exits non-zero on any crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
