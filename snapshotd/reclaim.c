@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/swap.h>
 
 #define PASS_INTERVAL_US 100000
@@ -157,6 +158,17 @@ reclaim_setup(struct snapshotd *s, const Warren__V1__SetupReclaimRequest *q,
 		if (!swap_active(swap) || stat(swap, &st) < 0 || (uint64_t)st.st_size != q->swap_bytes) {
 			if (swap_active(swap))
 				swapoff(swap);
+			/* the size is the supervisor's word, up to 4x RAM: a swap file may take at most
+			 * half of the free space (the old file's counted free), never the whole disk */
+			struct statvfs vfs;
+			uint64_t old = stat(swap, &st) == 0 ? (uint64_t)st.st_size : 0;
+			if (statvfs(s->reclaim_dir, &vfs) < 0 ||
+			    q->swap_bytes > ((uint64_t)vfs.f_bavail * vfs.f_frsize + old) / 2) {
+				snprintf(err, errlen, "a swap file of %llu MiB would take more than half "
+					 "the free space of %s", (unsigned long long)(q->swap_bytes >> 20),
+					 s->reclaim_dir);
+				return -ENOSPC;
+			}
 			r = swap_file_write(swap, q->swap_bytes);
 			if (r == 0 && swapon(swap, 0) < 0)
 				r = -errno;

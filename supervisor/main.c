@@ -27,6 +27,7 @@ usage(void)
 	       "  --gateway-url URL      (default http://127.0.0.1:8300)\n"
 	       "  --gateway-domain D     (default warren.localhost)\n"
 	       "  --idle-ms N            freeze sandboxes idle this long, 0 never (default 300000)\n"
+	       "  --max-templates N      AddTemplate refuses more templates (default 1024)\n"
 	       "  --cgroup-parent P      where netnsd puts sandbox cgroups (default /warren)\n"
 	       "  --user U               switch to U when started as root\n" DAEMON_COMMON_HELP);
 }
@@ -46,6 +47,7 @@ main(int argc, char **argv)
 	s.gateway_url = "http://127.0.0.1:8300";
 	s.gateway_domain = "warren.localhost";
 	s.idle_ms = 300000;
+	s.max_templates = 1024;
 	static const struct option opts[] = {{"state-dir", required_argument, NULL, 'S'},
 					     {"templates-dir", required_argument, NULL, 'T'},
 					     {"netnsd-socket", required_argument, NULL, 'n'},
@@ -57,6 +59,7 @@ main(int argc, char **argv)
 					     {"idle-ms", required_argument, NULL, 'i'},
 					     {"cgroup-parent", required_argument, NULL, 'c'},
 					     {"user", required_argument, NULL, 'u'},
+					     {"max-templates", required_argument, NULL, 'M'},
 					     {"help", no_argument, NULL, 'h'},
 					     DAEMON_COMMON_OPTIONS,
 					     {}};
@@ -100,6 +103,9 @@ main(int argc, char **argv)
 			break;
 		case 'u':
 			user = optarg;
+			break;
+		case 'M':
+			s.max_templates = (unsigned)strtoul(optarg, NULL, 10);
 			break;
 		case 'h':
 			usage();

@@ -104,6 +104,7 @@ struct supervisor {
 	char *gateway_url;
 	char *gateway_domain;
 	uint32_t idle_ms;
+	unsigned max_templates; /* AddTemplate refuses more (each is a record on disk) */
 	bool readopted;
 };
 

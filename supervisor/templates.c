@@ -179,6 +179,16 @@ template_add(struct supervisor *s, struct template *t, sd_bus_error *err)
 					 t->name);
 	if (template_find(s, t->name))
 		return sd_bus_error_setf(err, ERR("TemplateExists"), "Template %s exists", t->name);
+	/* any member of group warren may add templates: each is a record on disk and in memory
+	 * (up to TEMPLATE_RECORD_MAX_BYTES), so their number has a bound */
+	unsigned count = 0;
+	for (struct template *o = s->templates; o; o = o->next)
+		count++;
+	if (count >= s->max_templates)
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "There are %u templates already, the most this Warren keeps "
+					 "(--max-templates); remove one first",
+					 count);
 	if (t->rootfs[0] != '/' || !realpath(t->rootfs, real) ||
 	    !path_is_inside(real, s->templates_dir))
 		return sd_bus_error_setf(err, ERR("InvalidPath"),

@@ -400,6 +400,7 @@ main(int argc, char **argv)
  *   snap-commit TEMP TAG [PARENT [TEMPLATE [BACKEND]]]
  *   snap-remove TAG | snap-abort TEMP
  *   snap-fds N dev|dir TAG         OpenImage declaring and carrying N fds (/dev/null or /)
+ *   snap-swap BYTES                SetupReclaim: a swap file of BYTES, zswap off
  *   snap-big tag|temp|parent|template|backend|compressor SIZE
  *                                  a field of SIZE bytes ("a" repeated)
  * Every mode prints "dropped" when snapshotd hung up, "error N MESSAGE" for an error reply. */
@@ -559,6 +560,17 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		if (snap_send(fd, req, out, k) || snap_reply(fd, &resp, fds, &n))
 			return 1;
 		printf("ok\n");
+		return 0;
+	}
+	if (!strcmp(mode, "snap-swap") && argc >= 4) {
+		/* SetupReclaim with a swap file of BYTES (zswap off) */
+		req->body_case = WARREN__V1__REQUEST__BODY_SETUP_RECLAIM;
+		req->setup_reclaim = &sq;
+		sq.swap_bytes = strtoull(argv[3], NULL, 10);
+		sq.compressor = "";
+		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
+			return 1;
+		printf("ok %llu\n", (unsigned long long)resp->setup_reclaim->swap_bytes);
 		return 0;
 	}
 	if (!strcmp(mode, "snap-big") && argc >= 5) {
