@@ -262,11 +262,14 @@ isolation_install(const struct isolation_config *c)
 		fprintf(f, "  ct state established,related accept\n  iifgroup != %u drop\n",
 			ISOLATION_OUTBOUND_GROUP);
 	fprintf(f, " }\n chain output { type filter hook output priority filter; policy accept;\n");
+	/* by address, and by interface for whatever else reaches a slot's veth (IPv6 link-local) */
+	char uids[32];
 	if (c->gateway_uid != (uid_t)-1 && c->gateway_uid != 0)
-		fprintf(f, "  ip daddr %s meta skuid != { 0, %u } drop\n", c->subnet_cidr,
-			(unsigned)c->gateway_uid);
+		snprintf(uids, sizeof uids, "{ 0, %u }", (unsigned)c->gateway_uid);
 	else
-		fprintf(f, "  ip daddr %s meta skuid != 0 drop\n", c->subnet_cidr);
+		snprintf(uids, sizeof uids, "0");
+	fprintf(f, "  ip daddr %s meta skuid != %s drop\n", c->subnet_cidr, uids);
+	fprintf(f, "  oifname \"%s*\" meta skuid != %s drop\n", P, uids);
 	fprintf(f,
 		" }\n"
 		" chain postrouting { type nat hook postrouting priority srcnat; policy accept;\n"
