@@ -23,6 +23,9 @@
 #include <sys/stat.h>
 #include <grp.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
+#include <cap-ng.h>
+#include <linux/capability.h>
 #include <time.h>
 
 #define AGENT_TIMEOUT_MS 10000
@@ -587,18 +590,13 @@ vmm_file_open(const char *dir, const char *path)
 
 /* Write tracking without soft-dirty bits: a restored VM's RAM is a private file mapping, so
  * the pages it wrote since are exactly those no longer backed by the file (pagemap: present and
- * not a file page, or swapped). Copy them into out (marking them in dirty) while it is paused. */
+ * not a file page, or swapped). Copy them into out (marking them in dirty) while it is paused.
+ * pm and mem are the VMM's /proc pagemap and mem, opened as root before the copier dropped it:
+ * the kernel checked access at open, and reads through them need no privilege. */
 static int
-copy_written_pages(pid_t pid, uint64_t start, uint64_t ram_bytes, int out, uint8_t *dirty,
+copy_written_pages(int pm, int mem, uint64_t start, uint64_t ram_bytes, int out, uint8_t *dirty,
 		   uint64_t *count)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
-	_cleanup_close_ int pm = open(path, O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
-	_cleanup_close_ int mem = open(path, O_RDONLY | O_CLOEXEC);
-	if (pm < 0 || mem < 0)
-		return -errno;
 	uint64_t pages = ram_bytes / 4096, entries[512];
 	static char page[4096];
 	*count = 0;
@@ -622,16 +620,145 @@ copy_written_pages(pid_t pid, uint64_t start, uint64_t ram_bytes, int out, uint8
 	return 0;
 }
 
+/* What a copy step reads and writes: fds the root child opened, and the write-tracking state
+ * in a shared mapping, so the steps (separate unprivileged children) and the parent see it. */
+struct copy_job {
+	int in, out, pm, mem, m;
+	uint64_t start, ram_bytes;
+	bool cold;
+	uint8_t *dirty;	   /* shared: pages written since restore */
+	uint64_t *written; /* shared */
+};
+
+static int
+copy_while_paused(const struct copy_job *j)
+{
+	return j->cold ? copy_nonzero_pages(j->in, j->out, NULL, NULL, NULL)
+		       : copy_written_pages(j->pm, j->mem, j->start, j->ram_bytes, j->out,
+					    j->dirty, j->written);
+}
+
+static int
+copy_after_resume(const struct copy_job *j)
+{
+	int r = 0;
+	if (j->m >= 0)
+		r = copy_nonzero_pages(j->m, j->out, NULL, j->cold ? NULL : j->dirty, j->written);
+	if (r == 0 && !j->cold)
+		r = copy_nonzero_pages(j->in, j->out, j->dirty, NULL, NULL); /* the image's others */
+	return r;
+}
+
+/* Become uid:gid with no supplementary group, no capability in any set and no_new_privs, then
+ * read back /proc/self/status to say (in logfd) who the copy runs as. */
+static int
+copy_drop(uid_t uid, gid_t gid, int logfd, const char *id)
+{
+	if (uid == 0 || gid == 0)
+		return -EPERM;
+	/* the bounding set too, where the spawner still may (CAP_SETPCAP); with no_new_privs
+	 * and no file capability gained through exec, it matters little if it may not */
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
+			return -errno;
+	/* leaving uid 0 clears the permitted and effective sets (no SECBIT_KEEP_CAPS: checked
+	 * below), then every set is cleared explicitly */
+	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		return -errno;
+	/* (the bounding set was dealt with above, while it still could be) */
+	capng_clear(CAPNG_SELECT_CAPS);
+	if (capng_apply(CAPNG_SELECT_CAPS) < 0)
+		return -EPERM;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	uid_t ru, eu, su;
+	if (getresuid(&ru, &eu, &su) < 0 || ru == 0 || eu == 0 || su == 0)
+		return -EPERM;
+	capng_get_caps_process();
+	if (capng_have_capabilities(CAPNG_SELECT_CAPS) != CAPNG_NONE)
+		return -EPERM;
+	/* the kernel's word, not ours: what a test asserts */
+	char line[256], uids[128] = "?", capeff[64] = "?", capprm[64] = "?";
+	FILE *f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "Uid:", 4))
+			snprintf(uids, sizeof uids, "%s", line + 4 + strspn(line + 4, " \t"));
+		else if (!strncmp(line, "CapEff:", 7))
+			snprintf(capeff, sizeof capeff, "%s", line + 7 + strspn(line + 7, " \t"));
+		else if (!strncmp(line, "CapPrm:", 7))
+			snprintf(capprm, sizeof capprm, "%s", line + 7 + strspn(line + 7, " \t"));
+	}
+	if (f)
+		fclose(f);
+	for (char *p = uids; *p; p++)
+		if (*p == '\t')
+			*p = ' ';
+	if (logfd >= 0)
+		dprintf(logfd, "warren: snapshot of %s: copying as pid %d uid %s CapEff %s CapPrm %s\n",
+			id, (int)getpid(), uids, capeff, capprm);
+	return 0;
+}
+
+/* Run a copy step in a child that drops to uid:gid first; its result, waited for. */
+static int
+copy_unprivileged(int (*step)(const struct copy_job *), const struct copy_job *j, uid_t uid,
+		  gid_t gid, int logfd, const char *id)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int r = copy_drop(uid, gid, logfd, id);
+		if (r < 0) {
+			if (logfd >= 0)
+				dprintf(logfd, "warren: snapshot of %s: cannot drop privileges: %s\n",
+					id, strerror(-r));
+			_exit(254);
+		}
+		r = step(j);
+		_exit(r < 0 ? (-r > 253 ? EIO : -r) : 0);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(status))
+		return -EIO;
+	if (WEXITSTATUS(status) == 254)
+		return -EPERM;
+	return -WEXITSTATUS(status);
+}
+
 int
 microvm_snapshot(const struct microvm_config *c, const char *bundle, const char *id, pid_t pid,
-		 uint64_t memory_limit, int image_dirfd)
+		 uint64_t memory_limit, int image_dirfd, uid_t owner, gid_t group)
 {
 	uint64_t ram_bytes = guest_ram(memory_limit);
 	char dir[400], mem[420];
 	vmm_dir(bundle, dir, sizeof dir);
 	snprintf(mem, sizeof mem, "%s/mem", dir);
+	/* Guest memory is the guest's to write: it is read, and the image written, by children
+	 * with no privilege (the store's owner, or if snapshotd runs as root the VM user), through
+	 * fds opened here as root. Pausing, saving, resuming (the VMM's root-made control socket)
+	 * and unlinking stay here. */
+	if (owner == 0) {
+		struct passwd *pw = c->vm_user ? getpwnam(c->vm_user) : NULL;
+		if (!pw || pw->pw_uid == 0) {
+			vmm_log(bundle, "snapshot of %s: no unprivileged user to copy as", id);
+			return -EPERM;
+		}
+		owner = pw->pw_uid;
+		group = pw->pw_gid;
+	}
+	char logpath[420];
+	snprintf(logpath, sizeof logpath, "%s/vmm.log", bundle);
+	_cleanup_close_ int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	/* netnsd proved image_dirfd is a new, empty image directory of snapshotd's; its files
-	 * are created here, never opened through a name that was there before */
+	 * are created here, never opened through a name that was there before. They stay root's
+	 * until sealed (image_proof_seal proves them ours, then hands them to the store's owner);
+	 * the copier writes through these fds, checked at open. */
 	_cleanup_close_ int state = openat(image_dirfd, "state",
 					   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	_cleanup_close_ int out = state < 0 ? -1
@@ -645,7 +772,8 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 		return r;
 	}
 	_cleanup_close_ int in = -1; /* a cold VM's RAM memfd, or a restored VM's image RAM */
-	uint64_t start = 0, written = 0;
+	_cleanup_close_ int pm = -1, vmem = -1, m = -1;
+	uint64_t start = 0;
 	/* a restored VM maps its image's RAM file private; a cold one has its RAM in a shared
 	 * memfd (QEMU) or in the VMM's own memory (Firecracker) */
 	bool restored = false;
@@ -655,9 +783,31 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 		r = 0;
 	if (r < 0)
 		return r;
+	if (!cold && !driver->own_ram) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
+		pm = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+		vmem = pm < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+		if (vmem < 0)
+			return -errno;
+	}
 	if (ftruncate(out, (off_t)ram_bytes) < 0)
 		return -errno;
-	_cleanup_free_ uint8_t *dirty = calloc(1, ram_bytes / 4096 / 8 + 1);
+	size_t shared = ram_bytes / 4096 / 8 + 1 + sizeof(uint64_t);
+	uint8_t *sh = mmap(NULL, shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return -errno;
+	struct copy_job j = {.in = in,
+			     .out = out,
+			     .pm = pm,
+			     .mem = vmem,
+			     .m = -1,
+			     .start = start,
+			     .ram_bytes = ram_bytes,
+			     .cold = cold,
+			     .written = (uint64_t *)(void *)sh,
+			     .dirty = sh + sizeof(uint64_t)};
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = driver->pause(dir);
@@ -668,23 +818,23 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 	 * Firecracker wrote guest memory itself (all, or for a restored VM the pages it wrote,
 	 * from KVM's dirty log): that copy is private, so it is read after the VM resumes. */
 	if (r == 0 && !driver->own_ram)
-		r = cold ? copy_nonzero_pages(in, out, NULL, NULL, NULL)
-			 : copy_written_pages(pid, start, ram_bytes, out, dirty, &written);
+		r = copy_unprivileged(copy_while_paused, &j, owner, group, logfd, id);
 	/* resume in place, whatever happened: the parent goes on */
 	int rr = driver->resume(dir);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (r == 0)
 		r = rr;
 	if (r == 0 && driver->own_ram) {
-		_cleanup_close_ int m = vmm_file_open(dir, mem);
+		m = vmm_file_open(dir, mem);
 		r = m < 0 ? m : 0;
-		if (r == 0)
-			r = copy_nonzero_pages(m, out, NULL, cold ? NULL : dirty, &written);
+		j.m = m;
 	}
+	if (r == 0 && (driver->own_ram || !cold))
+		r = copy_unprivileged(copy_after_resume, &j, owner, group, logfd, id);
 	if (driver->own_ram)
 		unlink(mem);
-	if (r == 0 && !cold)
-		r = copy_nonzero_pages(in, out, dirty, NULL, NULL); /* the image's pages it did not write */
+	uint64_t written = *j.written;
+	munmap(sh, shared);
 	if (r < 0)
 		vmm_log(bundle, "snapshot of %s: %s", id, strerror(-r));
 	else

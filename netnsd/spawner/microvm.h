@@ -53,9 +53,12 @@ pid_t microvm_launch(const struct microvm_config *c, const struct microvm_start 
 /* Blocking steps for a forked child (0 or -errno; a message in <bundle>/vmm.log). */
 int microvm_finish_restore(const char *bundle, const char *id, const int incoming[2]);
 /* Pause, write the device state and the RAM into the image directory, resume in place. A VM
- * that was itself restored has only the pages it wrote since copied while paused. */
+ * that was itself restored has only the pages it wrote since copied while paused. Guest memory
+ * is read and the image written by a child as owner:group (the store's owner; if that is root,
+ * the VM user), no capabilities, no_new_privs, through fds opened before it dropped them. */
 int microvm_snapshot(const struct microvm_config *c, const char *bundle, const char *id,
-		     pid_t vmm_pid, uint64_t memory_limit, int image_dirfd);
+		     pid_t vmm_pid, uint64_t memory_limit, int image_dirfd, uid_t owner,
+		     gid_t group);
 /* Connect to the VM's agent (its socket in the bundle); an fd or -errno. */
 int microvm_agent_open(const char *bundle);
 /* Run argv in the guest through the agent connection fd (closed here); stdout/stderr into the

@@ -881,8 +881,9 @@ handle_restore(struct ipc_call *call, void *ud)
 static int
 vm_snapshot(struct sb *sb, void *arg, int out_fd, int err_fd)
 {
-	return microvm_snapshot(cfg->vm, sb->bundle, sb->id, sb->pid, sb->memory_limit,
-				*(int *)arg) < 0
+	const struct image_proof *img = arg;
+	return microvm_snapshot(cfg->vm, sb->bundle, sb->id, sb->pid, sb->memory_limit, img->fd,
+				img->owner, img->group) < 0
 		       ? 1
 		       : 0;
 }
@@ -908,7 +909,7 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	}
 	if (sb->vm) {
 		struct ipc_call *d = ipc_call_defer(call);
-		r = cmd_start_fn(CMD_CHECKPOINT, sb, d, vm_snapshot, &img.fd, -1, -1);
+		r = cmd_start_fn(CMD_CHECKPOINT, sb, d, vm_snapshot, &img, -1, -1);
 		if (r < 0) {
 			safe_close(img.fd);
 			ipc_call_free(d);

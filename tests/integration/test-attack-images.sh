@@ -152,6 +152,13 @@ if grep -q '"microvm"' <<<"$backends"; then
 	expect "its files are snapshotd's alone" \
 		test "$(stat -c '%U %a' "$T/images/goodvm/state" "$T/images/goodvm/ram" | sort -u)" = "warren-snapshotd 600"
 	expect "the VM resumed in place" kill -0 "$qpid"
+	# guest memory was read and the image written with no privilege: the copier's own
+	# /proc/self/status, read after its drop, says so (every uid the store's owner, no caps)
+	sd=$(id -u warren-snapshotd)
+	copied=$(grep "snapshot of $vm: copying as" "$T/netnsd/bundles/$vm/vmm.log" | tail -1)
+	log "copier: $copied"
+	expect "the RAM was copied as warren-snapshotd ($sd), not root" \
+		grep -Eq "copying as pid [0-9]+ uid $sd $sd $sd $sd CapEff 0+ CapPrm 0+$" <<<"$copied"
 	# the guest claims more output than the spawner holds: cut at 16 MiB and said so
 	t0=$(date +%s)
 	out=$(poke exec "$vm" 120000 /bin/busybox sh -c 'busybox head -c 18000000 /dev/zero; echo done >&2')

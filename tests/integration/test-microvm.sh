@@ -96,6 +96,13 @@ written=$(sed -n 's/.*, \([0-9]*\) pages written since restore.*/\1/p' <<<"$line
 log "the branched child wrote ${written:-?} of $total pages ($ram_mib MiB) since its restore"
 expect "the branch took the restored child's written pages, not the whole RAM ($line)" sh -c "echo '$line' | grep -q 'pages written since restore' && ! echo '$line' | grep -q 'whole RAM'"
 expect "it wrote some pages, far fewer than the VM has (${written:-none} of $total)" test "${written:-0}" -gt 0 -a "${written:-0}" -lt $((total / 8))
+# both copy steps of a restored VM (its written pages while paused, the image's others after)
+# ran as an unprivileged user with no capability, by the copier's own /proc/self/status
+copiers=$(grep "snapshot of $c1: copying as" "$T/netnsd/bundles/$c1/vmm.log" || true)
+n_copiers=$(grep -c . <<<"$copiers" || true)
+root_copiers=$(grep -Ev 'uid ([1-9][0-9]*) \1 \1 \1 CapEff 0+ CapPrm 0+$' <<<"$copiers" || true)
+expect "the branch's RAM was copied in two unprivileged steps ($copiers)" \
+	test "$n_copiers" -ge 2 -a -z "$root_copiers"
 expect "the grandchild answers" wait_for 60 sh -c "curl -fsS --max-time 5 $(sb_url "$g") | grep -q Warren"
 expect "the grandchild has the child's new state" test "$(warrenctl exec "$g" -- /bin/busybox cat /tmp/marker2)" = child-state
 expect "and the parent's older state" test "$(warrenctl exec "$g" -- /bin/busybox cat /tmp/marker)" = parent-state
