@@ -184,17 +184,33 @@ member_open(int dirfd, const char *name)
 	return fd;
 }
 
+/* A member's source (read without following a symlink) and its new copy in the cache's new
+ * directory (created, never an existing file). On failure neither fd is left open. */
+static int
+member_open_pair(int dirfd, const char *from, int outdir, const char *to, int *in, int *out)
+{
+	*in = member_open(dirfd, from);
+	if (*in < 0)
+		return *in;
+	*out = openat(outdir, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (*out < 0) {
+		int r = -errno;
+		close(*in);
+		*in = -1;
+		return r;
+	}
+	return 0;
+}
+
 /* Copy a member kept uncompressed into the cache's new directory, fd to fd. */
 static int
 copy_member(int dirfd, const char *name, int outdir)
 {
-	_cleanup_close_ int in = member_open(dirfd, name);
-	if (in < 0)
-		return in;
-	_cleanup_close_ int out =
-	    openat(outdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0)
-		return -errno;
+	_cleanup_close_ int in = -1;
+	_cleanup_close_ int out = -1;
+	int r = member_open_pair(dirfd, name, outdir, name, &in, &out);
+	if (r < 0)
+		return r;
 	char buf[65536];
 	for (;;) {
 		ssize_t k = read(in, buf, sizeof buf);
@@ -215,18 +231,15 @@ copy_member(int dirfd, const char *name, int outdir)
 static int
 decompress_file(int dirfd, const char *zname, int outdir, const char *name)
 {
-	_cleanup_close_ int in = member_open(dirfd, zname);
-	if (in < 0)
-		return in;
-	_cleanup_close_ int out =
-	    openat(outdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0)
-		return -errno;
+	_cleanup_close_ int in = -1;
+	_cleanup_close_ int out = -1;
+	int r = member_open_pair(dirfd, zname, outdir, name, &in, &out);
+	if (r < 0)
+		return r;
 	ZSTD_DCtx *dc = ZSTD_createDCtx();
 	size_t isz = ZSTD_DStreamInSize(), osz = ZSTD_DStreamOutSize();
 	char *ibuf = malloc(isz), *obuf = malloc(osz);
 	off_t pos = 0;
-	int r = 0;
 	size_t last = 1;
 	for (;;) {
 		ssize_t k = read(in, ibuf, isz);
