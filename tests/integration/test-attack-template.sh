@@ -40,6 +40,8 @@ cp -a "$WEB" "$TPL/owned/rootfs"
 clean_copy mnt
 install -d -m 0755 "$TPL/mnt/rootfs/www/other"
 mount -t tmpfs -o mode=0755 warren-attack "$TPL/mnt/rootfs/www/other"
+# clean when added, made hostile afterwards: the create is refused then
+clean_copy late
 # the race: rootfs swapped with a symlink to / (the host's root), many times a second
 clean_copy swap
 ln -s / "$TPL/swap/rootfs.alt"
@@ -75,23 +77,35 @@ expect "runsc's gofer serves the template's tree, read-only ($(gofer_root "$id")
 	grep -q "^$TPL/web/rootfs ro" <<<"$(gofer_root "$id")"
 warrenctl destroy "$id"
 
-# Each hostile template: AddTemplate, then the create is refused by netnsd with the reason.
+# Each hostile template: AddTemplate itself is refused with the reason (the supervisor asks netnsd,
+# whose spawner checks the tree as a create would), nothing is saved; a tree that turns hostile
+# after AddTemplate is refused at the create.
 err() { "$@" 2>&1 && return 1 || true; }
 # (httpd serves / : the program runs the same in the template and in the host's root, so a
 # sandbox given the wrong tree would start and be seen)
 add() { mgr AddTemplate ssasqta{sv} -- "$1" "$TPL/$1/rootfs" 7 /bin/busybox httpd -f -p 8080 -h / 8080 67108864 0 >/dev/null; }
 refused() { # refused NAME PATTERN
 	local out
-	add "$1" || fail "AddTemplate $1"
-	out=$(err mgr CreateSandbox sa{sv} "$1" 1 wait b true)
-	expect "template $1 refused by netnsd: $(grep -o 'template rootfs refused.*' <<<"$out" | head -c 160)" \
+	out=$(err add "$1")
+	expect "AddTemplate $1 refused by netnsd's spawner: $(grep -o 'template rootfs refused.*' <<<"$out" | head -c 160)" \
 		grep -q "template rootfs refused.*$2" <<<"$out"
+	expect "template $1 was not added" test ! -e "$T/state/templates/$1"
+	out=$(err mgr CreateSandbox sa{sv} "$1" 1 wait b true)
+	expect "and a create of it finds no such template" grep -q NoSuchTemplate <<<"$out"
 }
 refused devt "/www/[a-z]* is a device node"
 refused wwdir "/www/drop is writable by others"
 refused owned "the component owned is not owned by root"
 refused mnt "/www/other is a mount point"
-expect "netnsd logged the refusals" grep -q "template rootfs refused" "$T/netnsd.log"
+expect "netnsd logged the refusals" grep -q "Template rootfs .* refused" "$T/netnsd.log"
+# positive control of the same path: a clean tree is added; turned hostile afterwards (a 0666
+# device node), its create is refused by the spawner's check at the create
+expect "AddTemplate of a clean tree works" add late
+mknod -m 0666 "$TPL/late/rootfs/www/console" c 5 1
+out=$(err mgr CreateSandbox sa{sv} late 1 wait b true)
+expect "the create of a tree turned hostile after AddTemplate is refused: $(grep -o 'template rootfs refused.*' <<<"$out" | head -c 120)" \
+	grep -q "template rootfs refused.*/www/console is a device node" <<<"$out"
+expect "netnsd logged that refusal" grep -q "template rootfs refused" "$T/netnsd.log"
 expect "netnsd is still serving" sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1 \
 	org.warren.Warren1.Manager Helpers | grep -q '\"netnsd\" true'"
 
