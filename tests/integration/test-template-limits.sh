@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 warren_start --sandbox-pids 256 --sandbox-cpus 2
 ROOTFS=/var/lib/warren/templates/web/rootfs
 WEBARGS=(7 /bin/busybox httpd -f -p 8080 -h /www)
-add() { mgr AddTemplate ssasqta{sv} "$1" "$ROOTFS" "${WEBARGS[@]}" 8080 67108864 "${@:2}" 2>&1; }
+add() { mgr AddTemplate ssasqta{sv} -- "$1" "$ROOTFS" "${WEBARGS[@]}" 8080 67108864 "${@:2}" 2>&1; }
 refused() { # refused WHAT OUTPUT
 	grep -q InvalidArgument <<<"$2" || fail "$1 was not refused: $2"
 	log "ok: $1 refused: $2"
