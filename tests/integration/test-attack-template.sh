@@ -91,7 +91,7 @@ refused() { # refused NAME PATTERN
 		grep -q "template rootfs refused.*$2" <<<"$out"
 	expect "template $1 was not added" test ! -e "$T/state/templates/$1"
 	out=$(err mgr CreateSandbox sa{sv} "$1" 1 wait b true)
-	expect "and a create of it finds no such template" grep -q NoSuchTemplate <<<"$out"
+	expect "and a create of it finds no such template" grep -q "No template '$1'" <<<"$out"
 }
 refused devt "/www/[a-z]* is a device node"
 refused wwdir "/www/drop is writable by others"

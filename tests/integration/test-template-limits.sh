@@ -10,15 +10,18 @@ warren_start --sandbox-pids 256 --sandbox-cpus 2
 ROOTFS=/var/lib/warren/templates/web/rootfs
 WEBARGS=(7 /bin/busybox httpd -f -p 8080 -h /www)
 add() { mgr AddTemplate ssasqta{sv} -- "$1" "$ROOTFS" "${WEBARGS[@]}" 8080 67108864 "${@:2}" 2>&1; }
-refused() { # refused WHAT OUTPUT
-	grep -q InvalidArgument <<<"$2" || fail "$1 was not refused: $2"
-	log "ok: $1 refused: $2"
+refused() { # refused WHAT PATTERN NAME OPTIONS...: AddTemplate fails, saying why
+	local what=$1 pat=$2 out
+	shift 2
+	out=$(add "$@") && fail "$what was accepted: $out"
+	grep -q "$pat" <<<"$out" || fail "$what: not the expected reason: $out"
+	log "ok: $what refused: $out"
 }
-refused "pids below 64" "$(add p1 1 pids u 10 || true)"
-refused "pids above 65536" "$(add p2 1 pids u 70000 || true)"
-refused "cpu_millis below 50" "$(add p3 1 cpu_millis u 10 || true)"
-refused "cpu_millis above 1024000" "$(add p4 1 cpu_millis u 2000000 || true)"
-refused "pids of the wrong type" "$(add p5 1 pids s 100 || true)"
+refused "pids below 64" "pids is 0 (the host's) or 64-65536" p1 1 pids u 10
+refused "pids above 65536" "pids is 0 (the host's) or 64-65536" p2 1 pids u 70000
+refused "cpu_millis below 50" "cpu_millis is 0 (the host's) or 50-1024000" p3 1 cpu_millis u 10
+refused "cpu_millis above 1024000" "cpu_millis is 0 (the host's) or 50-1024000" p4 1 cpu_millis u 2000000
+refused "pids of the wrong type" "Option pids is a uint32" p5 1 pids s 100
 expect "nothing of them was saved" test -z "$(ls "$T/state/templates" 2>/dev/null | grep '^p[0-9]$' || true)"
 expect "a template with its own bounds is added" add lim 2 pids u 100 cpu_millis u 500
 expect "a template asking for more than the caps is added" add big 2 pids u 4096 cpu_millis u 8000
