@@ -86,7 +86,7 @@ err() { "$@" 2>&1 && return 1 || true; }
 add() { mgr AddTemplate ssasqta{sv} -- "$1" "$TPL/$1/rootfs" 7 /bin/busybox httpd -f -p 8080 -h / 8080 67108864 0 >/dev/null; }
 refused() { # refused NAME PATTERN
 	local out
-	out=$(err add "$1")
+	out=$(err add "$1") || fail "AddTemplate $1 (a hostile tree) was accepted"
 	expect "AddTemplate $1 refused by netnsd's spawner: $(grep -o 'template rootfs refused.*' <<<"$out" | head -c 160)" \
 		grep -q "template rootfs refused.*$2" <<<"$out"
 	expect "template $1 was not added" test ! -e "$T/state/templates/$1"
