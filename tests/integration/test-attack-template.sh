@@ -102,7 +102,8 @@ expect "netnsd logged the refusals" grep -q "Template rootfs .* refused" "$T/net
 rm "$TPL/devt/rootfs/www/console" "$TPL/devt/rootfs/www/mem"
 expect "AddTemplate of the tree cleaned up goes through" add devt
 id=$(create devt wait)
-expect "and its sandbox answers" sh -c "curl -fsS --max-time 20 $(sb_url "$id") >/dev/null"
+expect "and its sandbox serves the tree (httpd -h /: /www/index.html)" \
+	sh -c "curl -fsS --max-time 20 $(sb_url "$id")www/index.html | grep -q Hello"
 warrenctl destroy "$id" >/dev/null
 expect "netnsd is still serving" sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1 \
 	org.warren.Warren1.Manager Helpers | grep -q '\"netnsd\" true'"
