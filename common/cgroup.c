@@ -6,6 +6,9 @@
 #include "macro.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -148,4 +151,35 @@ cgroup_clear_children(const char *parent)
 		cgroup_remove(rel);
 	}
 	closedir(d);
+}
+
+/* lchown: cgroupfs has no symlinks, but nothing here follows one anyway */
+static int
+knob_chown(const char *path, uid_t uid)
+{
+	if (uid == (uid_t)-1)
+		return 0;
+	if (fchownat(AT_FDCWD, path, uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+cgroup_hand_knobs(const char *rel, uid_t freezer_uid, uid_t memory_uid)
+{
+	char path[512], dir[4096];
+	int r, v2;
+	if (cgroup_is_v2())
+		snprintf(path, sizeof path, "/sys/fs/cgroup%s/cgroup.freeze", rel);
+	else
+		snprintf(path, sizeof path, "/sys/fs/cgroup/freezer%s/freezer.state", rel);
+	r = knob_chown(path, freezer_uid);
+	if (r < 0)
+		return r;
+	/* the memory controller's directory as snapshotd finds it (a v2 mount with memory, or v1) */
+	r = cgroup_memory_dir(rel, dir, sizeof dir, &v2);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof path, "%.400s/%s", dir, v2 ? "memory.reclaim" : "memory.force_empty");
+	return knob_chown(path, memory_uid);
 }

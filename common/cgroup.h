@@ -3,6 +3,7 @@
  * cgroup v2 first, v1 where the host has it. */
 #pragma once
 #include <stdbool.h>
+#include <sys/types.h>
 
 bool cgroup_is_v2(void);
 int cgroup_freeze(const char *rel, bool freeze);
@@ -14,3 +15,10 @@ int cgroup_kill_all(const char *rel);
 void cgroup_remove(const char *rel);
 /* Remove every child cgroup of parent after killing its processes (netnsd's clean slate). */
 void cgroup_clear_children(const char *parent);
+
+/* Hand the knobs an unprivileged helper writes to that helper's user (root keeps the cgroup and
+ * every other file): the freezer (v2 cgroup.freeze, v1 freezer.state) to freezer_uid (netnsd),
+ * the reclaim knob (v2 memory.reclaim, v1 memory.force_empty) to memory_uid (snapshotd). So
+ * neither needs CAP_DAC_OVERRIDE. A uid of (uid_t)-1 leaves that knob alone. Called by the
+ * spawner (root, CAP_CHOWN) once the runtime made the cgroup. 0 or the first -errno. */
+int cgroup_hand_knobs(const char *rel, uid_t freezer_uid, uid_t memory_uid);

@@ -2,7 +2,8 @@
  * start (never on the claim path). Outbound access is per slot through the host veth's link
  * group, which netnsd sets with rtnetlink at claim time, so no rule changes per sandbox.
  *   - sandbox -> sandbox: dropped (forward, both interfaces ours)
- *   - sandbox -> host services: dropped (input from our veths, unless a reply)
+ *   - sandbox -> host services: dropped (input from our veths, unless a reply or IPv6
+ *     neighbour discovery, without which no IPv6 packet crosses a veth)
  *   - sandbox -> world: dropped unless the veth is in the outbound group (then masqueraded),
  *     and even then not to link-local, loopback, multicast, private ranges or the host's own
  *     subnets (the cloud metadata service, the host's LAN), unless --egress-allow names them
@@ -242,6 +243,11 @@ isolation_install(const struct isolation_config *c)
 	fprintf(f,
 		" chain input { type filter hook input priority filter; policy accept;\n"
 		"  iifname \"%1$s*\" ct state established,related accept\n"
+		/* IPv6 neighbour discovery is ICMPv6, never a conntrack reply: without it no IPv6
+		 * packet crosses a veth at all, even root's (ARP is not in this family's path).
+		 * Hop limit 255: only on-link senders (RFC 4861). */
+		"  iifname \"%1$s*\" icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } "
+		"ip6 hoplimit 255 accept\n"
 		"  iifname \"%1$s*\" drop\n"
 		" }\n"
 		" chain forward { type filter hook forward priority filter; policy accept;\n"

@@ -7,6 +7,7 @@
 #include "macro.h"
 #include "netnsd.h"
 #include "notify.h"
+#include "privdrop.h"
 #include "spawn.h"
 
 #include <arpa/inet.h>
@@ -40,7 +41,9 @@ usage(void)
 	       "                       directories in it (default /var/lib/warren/images)\n"
 	       "  --image-cache DIR    snapshotd's --image-cache: decompressed images restored from\n"
 	       "                       there too (default /dev/shm/warren-images)\n"
-	       "  --vm-console         guest serial console to <bundle>/console.log\n" ISOLATION_HELP
+	       "  --vm-console         guest serial console to <bundle>/console.log\n"
+	       "  --snapshotd-user U   the user whose snapshotd reclaims sandboxes: each sandbox's\n"
+	       "                       reclaim knob is handed to it (default warren-snapshotd)\n" ISOLATION_HELP
 	       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
 }
 
@@ -64,6 +67,7 @@ main(int argc, char **argv)
 	struct image_proof_roots images = {.store = "/var/lib/warren/images",
 					   .cache = "/dev/shm/warren-images"};
 	n.cgroup_parent = "/warren";
+	const char *snapshotd_user = "warren-snapshotd";
 	n.vm = (struct microvm_config){.vmm = "qemu",
 				       .qemu = "/usr/bin/qemu-system-x86_64",
 				       .firecracker = "/usr/bin/firecracker",
@@ -88,6 +92,7 @@ main(int argc, char **argv)
 		{"image-store", required_argument, NULL, 'S'},
 		{"image-cache", required_argument, NULL, 'I'},
 		{"vm-console", no_argument, NULL, 'C'},
+		{"snapshotd-user", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		ISOLATION_OPTIONS,
 		OCI_LIMITS_OPTIONS,
@@ -167,6 +172,9 @@ main(int argc, char **argv)
 		case 'C':
 			n.vm.console = true;
 			break;
+		case 'D':
+			snapshotd_user = optarg;
+			break;
 		case 'h':
 			usage();
 			return 0;
@@ -215,7 +223,20 @@ main(int argc, char **argv)
 				     .isolation = &iso,
 				     .limits = &limits,
 				     .vm = &n.vm,
-				     .images = images};
+				     .images = images,
+				     .freezer_uid = (uid_t)-1,
+				     .reclaim_uid = (uid_t)-1};
+	/* the spawner hands each sandbox's freezer knob to netnsd and its reclaim knob to
+	 * snapshotd, so neither keeps CAP_DAC_OVERRIDE for runsc's root-owned files */
+	gid_t knob_gid;
+	if (privdrop_lookup_user(netnsd_user, &sc.freezer_uid, &knob_gid) < 0) {
+		sc.freezer_uid = (uid_t)-1;
+		log_warning("No user %s: sandbox freezers stay root's", netnsd_user);
+	}
+	if (privdrop_lookup_user(snapshotd_user, &sc.reclaim_uid, &knob_gid) < 0) {
+		sc.reclaim_uid = (uid_t)-1;
+		log_warning("No user %s: sandbox reclaim knobs stay root's", snapshotd_user);
+	}
 	int spawner_fd = -1;
 	if (!n.dc.seccomp_probe) {
 		spawner_fd = spawner_start(&sc, &spawner_pid);

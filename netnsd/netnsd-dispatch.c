@@ -466,6 +466,36 @@ netnsd_spawner_event(const IpcResponse *ev, void *ud)
 	ipc_server_broadcast(n->server, (IpcResponse *)ev);
 }
 
+/* AddTemplate's check: the path canonicalised inside the templates dir here, the tree checked by
+ * the spawner (rootfs_open), which is where the privilege it guards is. */
+static int
+handle_check_rootfs(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const char *p = call->req->check_rootfs->rootfs;
+	char *one[] = {(char *)p};
+	if (!p || !p[0] || strlen(p) >= PATH_MAX || p[0] != '/' ||
+	    !netnsd_strings_valid(one, 1, 1, false))
+		return ipc_call_error(call, -EINVAL, "bad rootfs");
+	char real[PATH_MAX];
+	struct stat st;
+	if (!realpath(p, real) || !path_is_inside(real, n->templates_dir) || stat(real, &st) < 0 ||
+	    !S_ISDIR(st.st_mode))
+		return ipc_call_error(call, -EACCES, "rootfs %s is not a directory inside %s", p,
+				      n->templates_dir);
+	Warren__V1__CheckRootfsRequest q = WARREN__V1__CHECK_ROOTFS_REQUEST__INIT;
+	q.rootfs = real;
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_CHECK_ROOTFS;
+	req.check_rootfs = &q;
+	/* forward() sends call->req: point it at the canonical path for the spawner */
+	const IpcRequest *orig = call->req;
+	call->req = &req;
+	int r = forward(n, call, "", NULL, 0, 120000);
+	call->req = orig;
+	return r;
+}
+
 const struct ipc_handler netnsd_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_STATUS, 0, 0, handle_status},
 	{WARREN__V1__REQUEST__BODY_CLAIM_SLOT, 0, IPC_NEEDS_READY, handle_claim},
@@ -477,5 +507,6 @@ const struct ipc_handler netnsd_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_FREEZE_SANDBOX, 0, IPC_NEEDS_READY, handle_freeze},
 	{WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, IPC_NEEDS_READY, handle_checkpoint},
 	{WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX, 2, IPC_NEEDS_READY, handle_restore},
+	{WARREN__V1__REQUEST__BODY_CHECK_ROOTFS, 0, 0, handle_check_rootfs},
 };
 const unsigned netnsd_n_handlers = sizeof netnsd_handlers / sizeof netnsd_handlers[0];

@@ -13,7 +13,8 @@ const char netnsd_user[] = "warren-netnsd";
 const int netnsd_caps[] = {
 	CAP_NET_ADMIN,	  /* rtnetlink: veth, addresses, routes, link group; ctnetlink scrub */
 	CAP_SYS_ADMIN,	  /* unshare(CLONE_NEWNET) to build slots, setns() to configure them */
-	CAP_DAC_OVERRIDE, /* freeze: the sandbox's freezer.state is runsc's (root, 0644) */
+	/* no CAP_DAC_OVERRIDE: the spawner hands each sandbox's freezer knob (v1 freezer.state,
+	 * v2 cgroup.freeze) to this user once runsc or the VMM launch made the cgroup */
 };
 const unsigned netnsd_n_caps = sizeof netnsd_caps / sizeof netnsd_caps[0];
 

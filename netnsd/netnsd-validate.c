@@ -7,6 +7,7 @@
 #include "log.h"
 #include "macro.h"
 #include "names.h"
+#include "oci-spec.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -61,6 +62,12 @@ netnsd_validate_spawn(const Warren__V1__SpawnSandboxRequest *q, uint64_t mem_tot
 	    !netnsd_strings_valid(q->argv, q->n_argv, NETNSD_MAX_ARGS, false) ||
 	    !netnsd_strings_valid(q->env, q->n_env, NETNSD_MAX_ARGS, true))
 		return why_err(-EINVAL, why, size, "bad argv or env");
+	if (q->pids_limit && (q->pids_limit < OCI_PIDS_MIN || q->pids_limit > OCI_PIDS_MAX))
+		return why_err(-EINVAL, why, size, "pids limit %u is not 0 or %u-%u", q->pids_limit,
+			       OCI_PIDS_MIN, OCI_PIDS_MAX);
+	if (q->cpu_millis && (q->cpu_millis < OCI_CPU_MILLIS_MIN || q->cpu_millis > OCI_CPU_MILLIS_MAX))
+		return why_err(-EINVAL, why, size, "CPU quota %u is not 0 or %u-%u thousandths",
+			       q->cpu_millis, OCI_CPU_MILLIS_MIN, OCI_CPU_MILLIS_MAX);
 	if (q->memory_limit < MIN_MEMORY || q->memory_limit > mem_total)
 		return why_err(-EINVAL, why, size, "memory limit out of range");
 	if (!port_valid(q->port))

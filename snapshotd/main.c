@@ -137,6 +137,22 @@ main(int argc, char **argv)
 	 * the spawner hands it the files runsc and the VMMs write there: image-proof.c). */
 	if (root && s.store_fd >= 0 && uid != (uid_t)-1 && fchown(s.store_fd, uid, gid) < 0)
 		return log_error_errno(-errno, "chown %s: %m", s.store_dir), 1;
+	/* and so does the reclaim directory (its swap file and the saved zswap settings), made
+	 * now while root may: after the drop it has no CAP_DAC_OVERRIDE to make it beside root's */
+	if (root && !s.dc.seccomp_probe && uid != (uid_t)-1) {
+		if (mkdir(s.reclaim_dir, 0700) < 0 && errno != EEXIST)
+			log_warning_errno(-errno, "Cannot create %s: %m", s.reclaim_dir);
+		_cleanup_close_ int rfd = open(s.reclaim_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+							     O_CLOEXEC);
+		struct stat rst;
+		if (rfd >= 0 && fstat(rfd, &rst) == 0 && rst.st_uid != uid &&
+		    fchown(rfd, uid, gid) < 0)
+			return log_error_errno(-errno, "chown %s: %m", s.reclaim_dir), 1;
+	}
+	/* zswap's parameters are root's: opened now, set through the fds after the drop */
+	s.zswap_fd[0] = s.zswap_fd[1] = s.zswap_fd[2] = -1;
+	if (!s.dc.seccomp_probe)
+		reclaim_open_zswap(&s);
 	/* From root (the tests' harness) it switches itself; under the unit or warren-launch it
 	 * starts as its user with the capabilities ambient, and privdrop checks that. */
 	if (daemon_lock_down(&s.dc, snapshotd_user, snapshotd_caps, snapshotd_n_caps,

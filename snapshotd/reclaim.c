@@ -94,15 +94,37 @@ zswap_save(const char *saved)
 	return file_write_atomic(saved, buf, strlen(buf), 0600, true);
 }
 
+void
+reclaim_open_zswap(struct snapshotd *s)
+{
+	for (size_t i = 0; i < ELEMENTSOF(zswap_params); i++) {
+		char path[256];
+		snprintf(path, sizeof path, ZSWAP "%s", zswap_params[i]);
+		s->zswap_fd[i] = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (s->zswap_fd[i] < 0)
+			log_info("zswap's %s cannot be set (%m): reclaim without zswap", path);
+	}
+}
+
+/* Set a zswap parameter through the fd opened at start (a sysfs attribute takes the whole value
+ * in one write at offset 0). */
+static int
+zswap_set(struct snapshotd *s, const char *name, const char *val)
+{
+	for (size_t i = 0; i < ELEMENTSOF(zswap_params); i++)
+		if (!strcmp(name, zswap_params[i])) {
+			if (s->zswap_fd[i] < 0)
+				return -EACCES;
+			ssize_t n = pwrite(s->zswap_fd[i], val, strlen(val), 0);
+			return n == (ssize_t)strlen(val) ? 0 : n < 0 ? -errno : -EIO;
+		}
+	return -EINVAL;
+}
+
 static int
 zswap_restore_kv(const char *k, const char *v, void *ud)
 {
-	char path[256];
-	for (size_t i = 0; i < ELEMENTSOF(zswap_params); i++)
-		if (!strcmp(k, zswap_params[i])) {
-			snprintf(path, sizeof path, ZSWAP "%s", k);
-			file_write_string(path, v);
-		}
+	zswap_set(ud, k, v);
 	return 0;
 }
 
@@ -139,7 +161,7 @@ reclaim_setup(struct snapshotd *s, const Warren__V1__SetupReclaimRequest *q,
 		}
 		unlink(swap);
 		if (access(saved, F_OK) == 0) {
-			file_read_kv(saved, zswap_restore_kv, NULL);
+			file_read_kv(saved, zswap_restore_kv, s);
 			unlink(saved);
 		}
 		log_info("Reclaim set-up undone: swap file removed, zswap settings restored");
@@ -182,16 +204,18 @@ reclaim_setup(struct snapshotd *s, const Warren__V1__SetupReclaimRequest *q,
 			snprintf(err, errlen, "this kernel has no zswap");
 			return -ENOENT;
 		}
-		file_write_string(ZSWAP "enabled", q->zswap ? "Y" : "N");
-		if (q->zswap && q->compressor[0] &&
-		    file_write_string(ZSWAP "compressor", q->compressor) < 0) {
+		if (zswap_set(s, "enabled", q->zswap ? "Y" : "N") < 0 && q->zswap) {
+			snprintf(err, errlen, "zswap's parameters were not opened at start");
+			return -EACCES;
+		}
+		if (q->zswap && q->compressor[0] && zswap_set(s, "compressor", q->compressor) < 0) {
 			snprintf(err, errlen, "zswap compressor %s is not available", q->compressor);
 			return -EINVAL;
 		}
 		if (q->zswap && q->max_pool_percent) {
 			char v[16];
 			snprintf(v, sizeof v, "%u", q->max_pool_percent);
-			file_write_string(ZSWAP "max_pool_percent", v);
+			zswap_set(s, "max_pool_percent", v);
 		}
 		log_info("Reclaim set up: %llu MiB swap at %s, zswap %s",
 			 (unsigned long long)(q->swap_bytes >> 20), swap, q->zswap ? "on" : "off");

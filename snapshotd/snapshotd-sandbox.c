@@ -9,10 +9,10 @@ const char snapshotd_user[] = "warren-snapshotd";
 
 const int snapshotd_caps[] = {
 	CAP_SYS_ADMIN,	  /* swapon/swapoff of the reclaim swap file (reclaim.c) */
-	CAP_DAC_OVERRIDE, /* reclaim: the sandbox's memory.force_empty / memory.reclaim are
-			   * runsc's (root, 0200/0644); zswap's parameters in /sys/module. Not
-			   * for images: the spawner hands what runsc and the VMMs write in the
-			   * store to this user (image-proof.c), and the cache is this user's */
+	/* no CAP_DAC_OVERRIDE: each sandbox's reclaim knob (v1 memory.force_empty, v2
+	 * memory.reclaim) is handed to this user by netnsd's spawner, zswap's parameters are
+	 * opened before the drop (reclaim.c), the spawner hands what runsc and the VMMs write in
+	 * the store to this user (image-proof.c), and the store and cache are this user's */
 };
 const unsigned snapshotd_n_caps = sizeof snapshotd_caps / sizeof snapshotd_caps[0];
 

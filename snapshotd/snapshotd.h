@@ -13,6 +13,10 @@ struct snapshotd {
 	unsigned compress_below; /* MB/s; 0: never compress */
 	int zstd_level;
 	const char *cache_dir; /* decompressed images, on tmpfs */
+	/* zswap's enabled, compressor, max_pool_percent (root's 0644 in /sys/module), opened for
+	 * writing before the drop: reclaim sets them through these, with no CAP_DAC_OVERRIDE;
+	 * -1 where they could not be opened (no zswap, or not started as root) */
+	int zswap_fd[3];
 };
 
 /* image.c */
@@ -26,6 +30,9 @@ int image_remove(struct snapshotd *s, const char *tag);
 void image_clean_temporaries(struct snapshotd *s);
 /* .tmp.<tag>.<8 hex>: a directory image_prepare made */
 bool image_temp_name_valid(const char *name);
+
+/* reclaim.c: open zswap's parameters while still root (before the lock-down) */
+void reclaim_open_zswap(struct snapshotd *s);
 
 /* compress.c */
 int disk_speed(struct snapshotd *s, bool remeasure, unsigned *mbps);

@@ -172,22 +172,24 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 			if (r >= 0 && t->standby > 16)
 				r = sd_bus_error_setf(err, ERR("InvalidArgument"),
 						      "standby is at most 16");
-		} else
+		} else if (!strcmp(key, "pids") || !strcmp(key, "cpu_millis"))
+			r = template_limit_option(m, key, t, err);
+		else
 			r = sd_bus_error_setf(err, ERR("InvalidArgument"),
 					      "Unknown option '%s' (known: allow_outbound, idle_ms, "
-					      "warm, standby)",
+					      "warm, standby, pids, cpu_millis)",
 					      key);
 		if (r < 0)
 			break;
 		sd_bus_message_exit_container(m);
 	}
 	if (r >= 0)
-		r = template_add(s, t, err);
+		r = template_add_checked(s, t, m, err); /* answers m itself */
 	if (r < 0) {
 		template_free(t);
 		return r;
 	}
-	return sd_bus_reply_method_return(m, "");
+	return 1;
 }
 
 static int

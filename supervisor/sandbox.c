@@ -418,6 +418,8 @@ spawn(struct sandbox *sb)
 	q.n_env = 3;
 	q.port = t->port;
 	q.memory_limit = t->memory_limit;
+	q.pids_limit = t->pids_max;
+	q.cpu_millis = t->cpu_millis;
 	q.backend = sb->backend;
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	Warren__V1__RestoreSandboxRequest rq = WARREN__V1__RESTORE_SANDBOX_REQUEST__INIT;

@@ -28,6 +28,7 @@ struct template {
 	bool builtin;
 	bool warm;    /* creates restore an image of the started app (tag warm-<name>) */
 	unsigned standby; /* warm: sandboxes kept restored ahead, per backend in use */
+	uint32_t pids_max, cpu_millis; /* its own bounds (0: netnsd's host-wide caps) */
 	unsigned warming; /* per backend (bit 0 gvisor, 1 microvm): a cold sandbox is being
 			   * started to take that image */
 	struct template *next;
@@ -120,6 +121,11 @@ int helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsign
 int templates_load(struct supervisor *s);
 struct template *template_find(struct supervisor *s, const char *name);
 int template_add(struct supervisor *s, struct template *t, sd_bus_error *err);
+int template_check(struct supervisor *s, struct template *t, sd_bus_error *err);
+/* template-check.c: AddTemplate's checks, then netnsd's spawner checks the rootfs's tree, then
+ * template_add; m is answered when that is done (t is taken). 1, or <0 with err set. */
+int template_add_checked(struct supervisor *s, struct template *t, sd_bus_message *m,
+			 sd_bus_error *err);
 int template_remove(struct supervisor *s, const char *name, sd_bus_error *err);
 void template_free(struct template *t);
 
@@ -134,6 +140,11 @@ int sandbox_create_from_image(struct supervisor *s, struct template *t, const ch
 int sandbox_create_restoring(struct supervisor *s, sd_bus_message *m, struct template *t,
 			     const char *backend, uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait,
 			     int image_fd, const char *tag, sd_bus_error *err);
+/* template-limits.c: AddTemplate's pids/cpu_millis option into t (range-checked; the host's
+ * caps are netnsd's); 0 or a D-Bus error. */
+int template_limit_option(sd_bus_message *m, const char *key, struct template *t,
+			  sd_bus_error *err);
+
 /* Visible on D-Bus: created (a slot claimed) and not a standby. */
 bool sandbox_visible(const struct sandbox *sb);
 /* Restore image_fd (tag) into a standby sandbox of t. */

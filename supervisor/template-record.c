@@ -50,6 +50,13 @@ template_record_check(const struct template_record *r, char *why, size_t whylen)
 		return why_set(why, whylen, -EINVAL, "memory limit out of range");
 	if (r->standby > TEMPLATE_STANDBY_MAX)
 		return why_set(why, whylen, -EINVAL, "standby is at most %d", TEMPLATE_STANDBY_MAX);
+	if (r->pids_max && (r->pids_max < TEMPLATE_PIDS_MIN || r->pids_max > TEMPLATE_PIDS_MAX))
+		return why_set(why, whylen, -EINVAL, "pids is 0 or %d-%d", TEMPLATE_PIDS_MIN,
+			       TEMPLATE_PIDS_MAX);
+	if (r->cpu_millis &&
+	    (r->cpu_millis < TEMPLATE_CPU_MILLIS_MIN || r->cpu_millis > TEMPLATE_CPU_MILLIS_MAX))
+		return why_set(why, whylen, -EINVAL, "cpu_millis is 0 or %d-%d",
+			       TEMPLATE_CPU_MILLIS_MIN, TEMPLATE_CPU_MILLIS_MAX);
 	return 0;
 }
 
@@ -78,6 +85,11 @@ template_record_format(const struct template_record *r, char **out, size_t *len)
 	fprintf(f, "\nport=%u\nmemory=%llu\nallow_outbound=%d\nidle_ms=%u\nwarm=%d\nstandby=%u\n",
 		r->port, (unsigned long long)r->memory_limit, r->allow_outbound, r->idle_ms,
 		r->warm, r->standby);
+	/* only when set: records of templates without them stay as 0.3 wrote them */
+	if (r->pids_max)
+		fprintf(f, "pids=%u\n", r->pids_max);
+	if (r->cpu_millis)
+		fprintf(f, "cpu_millis=%u\n", r->cpu_millis);
 	for (size_t i = 0; i < r->argc; i++) {
 		fputs("arg=", f);
 		put_escaped(f, r->argv[i]);
@@ -168,9 +180,22 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 	memset(r, 0, sizeof *r);
 	if (len > TEMPLATE_RECORD_MAX_BYTES)
 		return why_set(why, whylen, -EBADMSG, "record of %zu bytes", len);
-	enum { K_FORMAT, K_ROOTFS, K_PORT, K_MEMORY, K_OUTBOUND, K_IDLE, K_WARM, K_STANDBY, K_MAX };
-	static const char *const keys[K_MAX] = {"format",	  "rootfs",  "port", "memory",
-						"allow_outbound", "idle_ms", "warm", "standby"};
+	enum {
+		K_FORMAT,
+		K_ROOTFS,
+		K_PORT,
+		K_MEMORY,
+		K_OUTBOUND,
+		K_IDLE,
+		K_WARM,
+		K_STANDBY,
+		K_PIDS,
+		K_CPU,
+		K_MAX
+	};
+	static const char *const keys[K_MAX] = {"format",  "rootfs", "port",	"memory",
+						"allow_outbound", "idle_ms", "warm", "standby",
+						"pids",	   "cpu_millis"};
 	bool seen[K_MAX] = {0};
 	bool escaped = false;
 	size_t pos = 0, line = 0;
@@ -271,6 +296,14 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 		case K_STANDBY:
 			ok = parse_uint(v, vn, TEMPLATE_STANDBY_MAX, &x);
 			r->standby = (unsigned)x;
+			break;
+		case K_PIDS: /* ranges: template_record_check below */
+			ok = parse_uint(v, vn, TEMPLATE_PIDS_MAX, &x);
+			r->pids_max = (uint32_t)x;
+			break;
+		case K_CPU:
+			ok = parse_uint(v, vn, TEMPLATE_CPU_MILLIS_MAX, &x);
+			r->cpu_millis = (uint32_t)x;
 			break;
 		}
 		if (!ok) {

@@ -13,6 +13,12 @@
 #define TEMPLATE_STANDBY_MAX 16
 #define TEMPLATE_MEMORY_MIN (16ull << 20)
 #define TEMPLATE_MEMORY_MAX (1ull << 50) /* the host's own bound is AddTemplate's check */
+/* a template's own pids and CPU bounds (netnsd's --sandbox-pids/--sandbox-cpus ranges; those
+ * stay the caps) */
+#define TEMPLATE_PIDS_MIN 64
+#define TEMPLATE_PIDS_MAX 65536
+#define TEMPLATE_CPU_MILLIS_MIN 50
+#define TEMPLATE_CPU_MILLIS_MAX 1024000
 
 struct template_record {
 	char *rootfs;
@@ -24,6 +30,8 @@ struct template_record {
 	uint32_t idle_ms;
 	bool warm;
 	unsigned standby;
+	uint32_t pids_max;   /* 0 (the host's) or TEMPLATE_PIDS_MIN..MAX */
+	uint32_t cpu_millis; /* 0 (the host's) or TEMPLATE_CPU_MILLIS_MIN..MAX */
 };
 
 /* Every field of a record in range (strings: bounded, no control characters; rootfs absolute;

@@ -62,7 +62,9 @@ template_to_record(const struct template *t)
 					.allow_outbound = t->allow_outbound,
 					.idle_ms = t->idle_ms,
 					.warm = t->warm,
-					.standby = t->standby};
+					.standby = t->standby,
+					.pids_max = t->pids_max,
+					.cpu_millis = t->cpu_millis};
 }
 
 static int
@@ -135,6 +137,8 @@ template_load_one(struct supervisor *s, const char *dir, const char *name)
 	t->idle_ms = rec.idle_ms;
 	t->warm = rec.warm;
 	t->standby = rec.standby;
+	t->pids_max = rec.pids_max;
+	t->cpu_millis = rec.cpu_millis;
 	return t;
 }
 
@@ -168,8 +172,10 @@ templates_load(struct supervisor *s)
 	return 0;
 }
 
+/* Every check AddTemplate makes itself (the rootfs's tree is netnsd's spawner's: template-
+ * check.c); t->rootfs becomes its canonical path. 0 or a D-Bus error. */
 int
-template_add(struct supervisor *s, struct template *t, sd_bus_error *err)
+template_check(struct supervisor *s, struct template *t, sd_bus_error *err)
 {
 	char real[PATH_MAX];
 	if (!template_name_valid(t->name))
@@ -215,7 +221,16 @@ template_add(struct supervisor *s, struct template *t, sd_bus_error *err)
 					 why);
 	free(t->rootfs);
 	t->rootfs = strdup(real);
-	int r = template_save(s, t);
+	return 0;
+}
+
+int
+template_add(struct supervisor *s, struct template *t, sd_bus_error *err)
+{
+	int r = template_check(s, t, err);
+	if (r < 0)
+		return r;
+	r = template_save(s, t);
 	if (r < 0)
 		return sd_bus_error_set_errnof(err, -r, "Saving template %s: %s", t->name,
 					       strerror(-r));

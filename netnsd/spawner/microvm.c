@@ -144,37 +144,82 @@ guest_cmdline(const struct microvm_config *c, const struct microvm_start *s, cha
 	return strlen(buf) < 2048 ? 0 : -E2BIG;
 }
 
-/* Join the sandbox's cgroup before exec (v2 first; v1: every controller we use). */
+/* v1 controllers a VMM's cgroup is made in ("cpu,cpuacct" where the two are co-mounted, "cpu"
+ * where they are not, as here; a symlinked "cpu" is the same directory twice, harmless) */
+static const char *const vm_ctrls[] = {"memory", "freezer", "pids", "cpu,cpuacct", "cpu"};
+
 static int
-cgroup_enter(const char *rel, uint64_t limit)
+limit_write(const char *dir, const char *knob, const char *val)
 {
-	char dir[512], path[600], num[32];
+	char path[600];
+	snprintf(path, sizeof path, "%s/%s", dir, knob);
+	int r = file_write_string(path, val);
+	if (r < 0)
+		log_error_errno(r, "Cannot set %s to %s: %m", path, val);
+	return r;
+}
+
+/* Make the sandbox's cgroup and set its limits, in the spawner before the VMM is forked (v2
+ * first; v1: every controller above): memory, pids and CPU as a gVisor sandbox gets them, so a
+ * VMM (and a guest that breaks out into it) forks and spins no further than runsc would. */
+static int
+cgroup_prepare(const char *rel, uint64_t limit, uint32_t pids_max, uint32_t cpu_millis)
+{
+	char dir[512], num[32], pids[16], quota[16], cpu2[48];
 	snprintf(num, sizeof num, "%llu", (unsigned long long)limit);
+	snprintf(pids, sizeof pids, "%u", pids_max);
+	snprintf(quota, sizeof quota, "%u", cpu_millis * 100);
+	snprintf(cpu2, sizeof cpu2, "%u 100000", cpu_millis * 100);
 	struct stat st;
-	int joined = 0;
+	int r = 0, made = 0;
 	if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0) {
 		snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", rel);
 		if (mkdir_p(dir, 0755) < 0)
 			return -errno;
-		snprintf(path, sizeof path, "%s/memory.max", dir);
-		file_write_string(path, num);
-		snprintf(path, sizeof path, "%s/cgroup.procs", dir);
-		return file_write_string(path, "0");
+		if ((r = limit_write(dir, "memory.max", num)) < 0)
+			return r;
+		if (pids_max && (r = limit_write(dir, "pids.max", pids)) < 0)
+			return r;
+		if (cpu_millis && (r = limit_write(dir, "cpu.max", cpu2)) < 0)
+			return r;
+		return 0;
 	}
-	static const char *const ctrls[] = {"memory", "freezer", "pids", "cpu,cpuacct"};
-	for (size_t i = 0; i < ELEMENTSOF(ctrls); i++) {
-		snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s", ctrls[i]);
+	for (size_t i = 0; i < ELEMENTSOF(vm_ctrls); i++) {
+		snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s", vm_ctrls[i]);
 		if (stat(dir, &st) < 0)
 			continue;
-		snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s%s", ctrls[i], rel);
+		snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s%s", vm_ctrls[i], rel);
 		if (mkdir_p(dir, 0755) < 0)
-			continue;
-		if (!strcmp(ctrls[i], "memory")) {
-			snprintf(path, sizeof path, "%s/memory.limit_in_bytes", dir);
-			file_write_string(path, num);
-		}
-		snprintf(path, sizeof path, "%s/cgroup.procs", dir);
-		if (file_write_string(path, "0") == 0)
+			return -errno;
+		made++;
+		if (!strcmp(vm_ctrls[i], "memory"))
+			r = limit_write(dir, "memory.limit_in_bytes", num);
+		else if (!strcmp(vm_ctrls[i], "pids") && pids_max)
+			r = limit_write(dir, "pids.max", pids);
+		else if (!strncmp(vm_ctrls[i], "cpu", 3) && cpu_millis)
+			r = limit_write(dir, "cpu.cfs_period_us", "100000") < 0
+				    ? -EIO
+				    : limit_write(dir, "cpu.cfs_quota_us", quota);
+		if (r < 0)
+			return r;
+	}
+	return made ? 0 : -ENOENT;
+}
+
+/* The VMM's child joins the cgroup made above, before exec. */
+static int
+cgroup_join(const char *rel)
+{
+	char path[600];
+	struct stat st;
+	if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0) {
+		snprintf(path, sizeof path, "/sys/fs/cgroup%s/cgroup.procs", rel);
+		return file_write_string(path, "0");
+	}
+	int joined = 0;
+	for (size_t i = 0; i < ELEMENTSOF(vm_ctrls); i++) {
+		snprintf(path, sizeof path, "/sys/fs/cgroup/%s%s/cgroup.procs", vm_ctrls[i], rel);
+		if (access(path, W_OK) == 0 && file_write_string(path, "0") == 0)
 			joined++;
 	}
 	return joined ? 0 : -ENOENT;
@@ -306,6 +351,17 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 		safe_close(ram_fd);
 		return r;
 	}
+	/* The limit is the guest's RAM (a shmem file charged here) plus QEMU's own ~80-100 MiB
+	 * (TCG's code buffer included), with room to spare. */
+	r = cgroup_prepare(s->cgroup, ram_bytes + (160ull << 20), s->pids_max, s->cpu_millis);
+	if (r < 0) {
+		for (char **a = argv; *a; a++)
+			free(*a);
+		free(argv);
+		safe_close(state_fd);
+		safe_close(ram_fd);
+		return r;
+	}
 	char log[400];
 	snprintf(log, sizeof log, "%s/vmm.log", s->bundle);
 	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -320,11 +376,8 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 		signal(SIGCHLD, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
-		/* the VMM itself joins the namespace and the cgroup: no wrapper stays around. The
-		 * limit is the guest's RAM (a shmem file charged here) plus QEMU's own ~80-100 MiB
-		 * (TCG's code buffer included), with room to spare. */
-		if (setns(s->nsfd, CLONE_NEWNET) < 0 ||
-		    cgroup_enter(s->cgroup, ram_bytes + (160ull << 20)) < 0)
+		/* the VMM itself joins the namespace and the cgroup: no wrapper stays around */
+		if (setns(s->nsfd, CLONE_NEWNET) < 0 || cgroup_join(s->cgroup) < 0)
 			_exit(121);
 		if (tap && microvm_net_setup(pw ? pw->pw_uid : 0, s->port) < 0)
 			_exit(122);

@@ -36,6 +36,8 @@ struct microvm_start {
 	size_t envc;
 	unsigned port;
 	uint64_t memory_limit;
+	/* the VMM's pids and CPU bounds, as a gVisor sandbox's (its cgroup); 0: none */
+	uint32_t pids_max, cpu_millis;
 	int nsfd;
 	int image_fd; /* restore: the image directory (state + ram); -1 for a cold boot */
 };
@@ -45,7 +47,8 @@ int microvm_configure(const struct microvm_config *c);
 /* Is the backend usable here (VMM binary and kernel present, /dev/kvm for Firecracker)? Says
  * why not in why. */
 bool microvm_available(const struct microvm_config *c, char *why, size_t size);
-/* Start the VMM in the slot namespace and the sandbox's cgroup; returns its pid or -errno. A
+/* Start the VMM in the slot namespace and the sandbox's cgroup (made with its limits before the
+ * fork, so it exists when this returns); returns its pid or -errno. A
  * restore's VMM waits for microvm_finish_restore, which gets the fd numbers it inherited. */
 pid_t microvm_launch(const struct microvm_config *c, const struct microvm_start *s,
 		     int incoming[2] /* restore: state and RAM file fds in the VMM */);

@@ -91,7 +91,7 @@ oci_spec_limits_option(struct oci_limits *l, int opt, const char *arg)
 	switch (opt) {
 	case 0x1101: {
 		unsigned long v = strtoul(arg, &end, 10);
-		if (*end || v < 64 || v > 65536) {
+		if (*end || v < OCI_PIDS_MIN || v > OCI_PIDS_MAX) {
 			log_error("--sandbox-pids is 64-65536");
 			return -EINVAL;
 		}
@@ -109,4 +109,15 @@ oci_spec_limits_option(struct oci_limits *l, int opt, const char *arg)
 	}
 	}
 	return 0;
+}
+
+struct oci_limits
+oci_limits_effective(const struct oci_limits *cap, uint32_t pids, uint32_t cpu_millis)
+{
+	struct oci_limits l = cap ? *cap : (struct oci_limits){0};
+	if (pids && (!l.pids_max || pids < l.pids_max))
+		l.pids_max = pids;
+	if (cpu_millis && (!l.cpu_millis || cpu_millis < l.cpu_millis))
+		l.cpu_millis = cpu_millis;
+	return l;
 }

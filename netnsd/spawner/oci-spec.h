@@ -21,6 +21,15 @@ struct oci_limits {
 	uint32_t pids_max;      /* host tasks: runsc's sentry and gofer threads and ptrace stubs */
 	uint32_t cpu_millis;    /* CPU time per second, in thousandths of a CPU; 0: no quota */
 };
+/* the ranges of --sandbox-pids/--sandbox-cpus and of a template's own pids and cpu_millis */
+#define OCI_PIDS_MIN 64
+#define OCI_PIDS_MAX 65536
+#define OCI_CPU_MILLIS_MIN 50
+#define OCI_CPU_MILLIS_MAX 1024000
+/* A sandbox's bounds: the template's own where it has them, never above the host's caps (a cap
+ * of 0 CPU: none, so the template's applies). */
+struct oci_limits oci_limits_effective(const struct oci_limits *cap, uint32_t pids,
+				       uint32_t cpu_millis);
 /* An idle web sandbox runs ~40 host tasks and the app ~60; one CPU each keeps one busy tenant
  * from taking every core. */
 #define OCI_LIMITS_DEFAULT {.pids_max = 512, .cpu_millis = 1000}

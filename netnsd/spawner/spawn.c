@@ -570,8 +570,12 @@ cmd_done(struct cmd *c, int status)
 	switch (c->kind) {
 	case CMD_RUN: {
 		char path[400], pidbuf[32];
+		int kr = 0;
 		snprintf(path, sizeof path, "%s/pid", sb->bundle);
-		if (ok && file_read_line(path, pidbuf, sizeof pidbuf) == 0 && atoi(pidbuf) > 0) {
+		/* runsc made the cgroup: its freezer and reclaim knobs go to netnsd and snapshotd
+		 * before anyone hears of the sandbox (no freeze can come earlier) */
+		if (ok && file_read_line(path, pidbuf, sizeof pidbuf) == 0 && atoi(pidbuf) > 0 &&
+		    (kr = cgroup_hand_knobs(sb->cgroup, cfg->freezer_uid, cfg->reclaim_uid)) == 0) {
 			sb->pid = atoi(pidbuf);
 			Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 			sr.pid = sb->pid;
@@ -586,8 +590,10 @@ cmd_done(struct cmd *c, int status)
 		}
 		char tail[400], *msg = NULL;
 		log_tail(sb, tail, sizeof tail);
-		if (asprintf(&msg, "runsc %s failed (status 0x%x): %s",
-			     c->image.fd >= 0 ? "restore" : "run", status, tail) < 0)
+		if (kr < 0 ? asprintf(&msg, "cannot hand cgroup %s's knobs to the helpers: %s",
+				      sb->cgroup, strerror(-kr)) < 0
+			   : asprintf(&msg, "runsc %s failed (status 0x%x): %s",
+				      c->image.fd >= 0 ? "restore" : "run", status, tail) < 0)
 			msg = NULL;
 		log_error("Sandbox %s: %s", sb->id, msg ? msg : "runsc run failed");
 		struct ipc_call *call = TAKE_PTR(c->call);
@@ -731,6 +737,8 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 		sb_forget(sb);
 		return r;
 	}
+	/* the template's bounds, the host's caps above them: the VMM's cgroup as runsc's */
+	struct oci_limits lim = oci_limits_effective(cfg->limits, q->pids_limit, q->cpu_millis);
 	struct microvm_start ms = {.id = sb->id,
 				   .bundle = sb->bundle,
 				   .cgroup = sb->cgroup,
@@ -742,6 +750,8 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 				   .envc = q->n_env,
 				   .port = q->port,
 				   .memory_limit = q->memory_limit,
+				   .pids_max = lim.pids_max,
+				   .cpu_millis = lim.cpu_millis,
 				   .nsfd = sb->nsfd,
 				   .image_fd = image_fd};
 	int incoming[2]; /* fd numbers in the VMM, for the forked finishing step */
@@ -751,6 +761,16 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 		return (int)pid;
 	}
 	sb->pid = pid;
+	/* the cgroup exists (made before the fork): its freezer and reclaim knobs go to netnsd
+	 * and snapshotd before anyone hears of the VM */
+	r = cgroup_hand_knobs(sb->cgroup, cfg->freezer_uid, cfg->reclaim_uid);
+	if (r < 0) {
+		log_error_errno(r, "Sandbox %s: cannot hand cgroup %s's knobs to the helpers: %m",
+				sb->id, sb->cgroup);
+		vm_kill(sb);
+		sb_forget(sb);
+		return r; /* handle_restore closes image_fd */
+	}
 	if (image_fd < 0) {
 		Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 		sr.pid = pid;
@@ -807,12 +827,12 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 				.memory_limit = q->memory_limit,
 				.netns_path = netns,
 				.cgroups_path = sb->cgroup};
-	if (cfg->limits) {
-		spec.pids_limit = cfg->limits->pids_max;
-		if (cfg->limits->cpu_millis) {
-			spec.cpu_period_us = 100000;
-			spec.cpu_quota_us = cfg->limits->cpu_millis * 100;
-		}
+	/* the template's bounds where it has them, never above the host's caps */
+	struct oci_limits lim = oci_limits_effective(cfg->limits, q->pids_limit, q->cpu_millis);
+	spec.pids_limit = lim.pids_max;
+	if (lim.cpu_millis) {
+		spec.cpu_period_us = 100000;
+		spec.cpu_quota_us = lim.cpu_millis * 100;
 	}
 	int r = mkdir_p(sb->bundle, 0700);
 	if (r == 0)
@@ -848,6 +868,25 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	}
 	cmds->image.fd = image_fd;
 	return IPC_DEFER;
+}
+
+/* AddTemplate's check, as start_sandbox's: netnsd canonicalised the path inside the templates
+ * dir; here it is opened beneath it and its tree checked (cached per template root). */
+static int
+handle_check_rootfs(struct ipc_call *call, void *ud)
+{
+	const char *p = call->req->check_rootfs->rootfs;
+	char why[600];
+	if (!p || p[0] != '/')
+		return -EINVAL;
+	int fd = rootfs_open(templates_fd, cfg->templates_dir, p, why, sizeof why);
+	if (fd < 0) {
+		log_warning("Template rootfs %s refused: %s", p, why);
+		return ipc_call_error(call, fd, "template rootfs refused: %s", why);
+	}
+	close(fd);
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	return ipc_call_reply(call, &resp, NULL, 0);
 }
 
 static int
@@ -1131,6 +1170,7 @@ static const struct ipc_handler spawner_table[] = {
 	{WARREN__V1__REQUEST__BODY_EXEC, 0, 0, handle_exec},
 	{WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, 0, handle_checkpoint},
 	{WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX, 2, 0, handle_restore},
+	{WARREN__V1__REQUEST__BODY_CHECK_ROOTFS, 0, 0, handle_check_rootfs},
 };
 
 int

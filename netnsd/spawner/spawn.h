@@ -22,6 +22,9 @@ struct spawner_config {
 	/* snapshotd's store and cache: every image directory the spawner writes into or restores
 	 * from is proven to be in one (image-proof.h) */
 	struct image_proof_roots images;
+	/* the users of the cgroup knobs the unprivileged helpers write (cgroup_hand_knobs):
+	 * netnsd's freezer, snapshotd's reclaim; (uid_t)-1 leaves a knob root's */
+	uid_t freezer_uid, reclaim_uid;
 };
 
 /* Fork the spawner; returns netnsd's end of the link. */

@@ -272,6 +272,12 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 	case WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX:
 		CHECK(n_fds == 0 && sandbox_id_valid(req->destroy_sandbox->id));
 		break;
+	case WARREN__V1__REQUEST__BODY_CHECK_ROOTFS:
+		/* the spawner opens it beneath the templates dir: netnsd sends only a canonical
+		 * directory inside it */
+		CHECK(n_fds == 0 && req->check_rootfs->rootfs[0] == '/' &&
+		      path_is_inside(req->check_rootfs->rootfs, n.templates_dir));
+		break;
 	case WARREN__V1__REQUEST__BODY_EXEC:
 		CHECK(n_fds == 0 && sandbox_id_valid(req->exec->id) && req->exec->n_argv > 0 &&
 		      req->exec->n_argv <= NETNSD_MAX_ARGS);

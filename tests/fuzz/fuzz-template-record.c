@@ -30,7 +30,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	if (strcmp(r.rootfs, again.rootfs) || r.argc != again.argc || r.port != again.port ||
 	    r.memory_limit != again.memory_limit || r.allow_outbound != again.allow_outbound ||
-	    r.idle_ms != again.idle_ms || r.warm != again.warm || r.standby != again.standby)
+	    r.idle_ms != again.idle_ms || r.warm != again.warm || r.standby != again.standby ||
+	    r.pids_max != again.pids_max || r.cpu_millis != again.cpu_millis)
 		__builtin_trap();
 	for (size_t i = 0; i < r.argc; i++)
 		if (strcmp(r.argv[i], again.argv[i]))

@@ -32,8 +32,11 @@ capmask() {
 CAP_DAC_OVERRIDE=1 CAP_NET_ADMIN=12 CAP_SYS_ADMIN=21
 declare -A USER_OF=([netnsd]=warren-netnsd [snapshotd]=warren-snapshotd
 	[gateway]=warren-gateway [supervisor]=warren)
-declare -A CAPS_OF=([netnsd]=$(capmask $CAP_DAC_OVERRIDE $CAP_NET_ADMIN $CAP_SYS_ADMIN)
-	[snapshotd]=$(capmask $CAP_DAC_OVERRIDE $CAP_SYS_ADMIN) [gateway]=$(capmask)
+# (no CAP_DAC_OVERRIDE: the spawner hands each sandbox's freezer and reclaim knobs to netnsd and
+# snapshotd, and snapshotd opens zswap's parameters before its drop; the freeze and the reclaim
+# below run with these sets)
+declare -A CAPS_OF=([netnsd]=$(capmask $CAP_NET_ADMIN $CAP_SYS_ADMIN)
+	[snapshotd]=$(capmask $CAP_SYS_ADMIN) [gateway]=$(capmask)
 	[supervisor]=$(capmask))
 field() { awk -v k="$2:" '$1 == k {$1 = ""; sub(/^ /, ""); print}' "/proc/$1/status"; }
 
@@ -126,8 +129,27 @@ expect "harness snapshotd: its store is its own" \
 id=$(create web wait)
 expect "a sandbox starts under the switched helpers" test -n "$id"
 expect "it answers through the gateway" sh -c "curl -fsS --max-time 30 $(sb_url "$id") | grep -q Hello"
+# the spawner handed exactly the two knobs the helpers write, and nothing else, to them
+CG_FZ=/sys/fs/cgroup/freezer$CGROUP_PARENT/$id CG_MEM=/sys/fs/cgroup/memory$CGROUP_PARENT/$id
+if [ -d "$CG_FZ" ]; then
+	expect "the sandbox's freezer.state is warren-netnsd's" \
+		test "$(stat -c %U "$CG_FZ/freezer.state")" = warren-netnsd
+	expect "its memory.force_empty is warren-snapshotd's" \
+		test "$(stat -c %U "$CG_MEM/memory.force_empty")" = warren-snapshotd
+	expect "every other file of its cgroups stays root's" \
+		test -z "$(find "$CG_FZ" "$CG_MEM" /sys/fs/cgroup/pids$CGROUP_PARENT/$id \
+			! -user root ! -name freezer.state ! -name memory.force_empty)"
+else
+	CG2=/sys/fs/cgroup$CGROUP_PARENT/$id
+	expect "the sandbox's cgroup.freeze is warren-netnsd's" \
+		test "$(stat -c %U "$CG2/cgroup.freeze")" = warren-netnsd
+	expect "its memory.reclaim is warren-snapshotd's" \
+		test "$(stat -c %U "$CG2/memory.reclaim")" = warren-snapshotd
+	expect "every other file of its cgroup stays root's" \
+		test -z "$(find "$CG2" ! -user root ! -name cgroup.freeze ! -name memory.reclaim)"
+fi
 call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Freeze
-expect "netnsd as warren-netnsd froze it" test "$(sbprop "$id" State)" = frozen
+expect "netnsd as warren-netnsd, without CAP_DAC_OVERRIDE, froze it" test "$(sbprop "$id" State)" = frozen
 expect "a request thaws it" sh -c "curl -fsS --max-time 30 $(sb_url "$id") | grep -q Hello"
 warrenctl destroy "$id" >/dev/null
 for p in "${PIDS[@]}"; do stop_pid "$p"; done
@@ -138,6 +160,16 @@ for _ in $(seq 100); do pgrep -x netnsd-spawner >/dev/null || break; sleep 0.1; 
 # and a read-only system in their own mount namespace (writable: what the unit lists).
 install -d -m 0700 -o warren-snapshotd -g warren-snapshotd "$T/l-images"
 install -d -m 0700 -o warren -g warren "$T/l-state"
+# a mount of its own outside every unit's writable paths (as /tmp, /var or /boot are on many
+# hosts): read-only in the daemons' namespaces too (0.2.0's bind remount of / left it writable);
+# and a file in the host's /tmp, which the PrivateTmp= units (gateway, supervisor) must not see
+ROPROBE=/run/warren-ro-probe-t$K
+install -d -m 0777 "$ROPROBE"
+mount -t tmpfs -o mode=0777,size=1m warren-ro-probe "$ROPROBE"
+TMPPROBE=/tmp/warren-privtmp-probe-t$K
+echo host >"$TMPPROBE"
+trap 'rc=$?; [ -d "$LAUNCH_RUN/launch" ] && launch_env stop >/dev/null 2>&1; umount "$ROPROBE" 2>/dev/null; rmdir "$ROPROBE" 2>/dev/null; rm -f "$TMPPROBE"; cleanup $rc' EXIT
+expect "control: the probe mount is writable on the host" sh -c "echo x >$ROPROBE/host && rm $ROPROBE/host"
 launch_env start >"$T/launch.out" 2>&1 ||
 	fail "warren-launch did not start: $(cat "$T/launch.out"; tail -5 "$T"/l-log/*.log)"
 for d in netnsd snapshotd gateway supervisor; do
@@ -150,6 +182,17 @@ for d in netnsd snapshotd gateway supervisor; do
 	expect "warren-launch $d: ... and left nothing" test ! -e /etc/.warren-containment
 	expect "control: warren-launch $d writes where it may (WARREN_RW_EXTRA) in that namespace" \
 		nsenter -t "$pid" -m sh -c "echo x >$T/.probe-$d"
+	expect "warren-launch $d: another mount ($ROPROBE) is read-only there too (recursive)" \
+		sh -c "! nsenter -t $pid -m sh -c 'echo x >$ROPROBE/$d' 2>/dev/null"
+	if grep -qx PrivateTmp=yes "$SOURCE/units/warren-$d.service"; then
+		expect "warren-launch $d: a /tmp of its own (PrivateTmp=): the host's file is not there" \
+			sh -c "! nsenter -t $pid -m test -e $TMPPROBE"
+		expect "warren-launch $d: ... and what it writes there stays there" \
+			sh -c "nsenter -t $pid -m sh -c 'echo x >/tmp/.warren-privtmp-$d' && test ! -e /tmp/.warren-privtmp-$d"
+	else
+		expect "control: warren-launch $d (no PrivateTmp=) sees the host's /tmp" \
+			nsenter -t "$pid" -m test -e "$TMPPROBE"
+	fi
 	expect "warren-launch $d: another mount namespace than the host's" \
 		test "$(readlink /proc/$pid/ns/mnt)" != "$(readlink /proc/self/ns/mnt)"
 done

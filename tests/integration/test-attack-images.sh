@@ -14,6 +14,13 @@
 # Positive controls: a legitimate snapshot and fork through D-Bus, gVisor and (where QEMU and
 # the kernel are here) microVM, work with the same daemons, and their image files are handed by
 # the spawner to snapshotd's user alone (0600), so snapshotd seals them with no DAC override.
+# Whether snapshotd compresses a tag image depends on the store disk's speed, measured afresh in
+# every test's new store (64 MiB + fdatasync): on a loaded machine it measured below 500 MB/s,
+# good1 became checkpoint.img.zst, and the store's good1 held no plain image for the restore
+# below (the flaky "same peer's restore" failure). Pinned off here, so the run is the same on
+# every machine; SNAPSHOTD_OPTS="--compress-below 100000" runs the compressed path, whose
+# restorable directory is snapshotd's cache entry (what OpenImage hands the supervisor).
+SNAPSHOTD_OPTS=${SNAPSHOTD_OPTS:---compress-below 0}
 source "$(dirname "$0")/lib.sh"
 
 CANARY=/etc/warren-canary-t$K
@@ -99,8 +106,15 @@ refused "a gVisor restore from warren's directory of symlinks" \
 refused "a gVisor restore from the store itself" \
 	"$(poke restore 0000000ee002 "$T/images" "$ROOTFS" gvisor 8080 128)"
 expect "the canary is unchanged, netnsd up" alive
-# the positive control of the same peer: a restore of the sealed image goes through
-out=$(poke restore 0000000ee003 "$T/images/good1" "$ROOTFS" gvisor 8080 128)
+# the positive control of the same peer: a restore of the sealed image goes through, from the
+# directory the supervisor would get from snapshotd (the store's, or the cache's when compressed)
+good1=$T/images/good1
+if [ -e "$good1/checkpoint.img.zst" ]; then
+	good1=$(ls -d "$VM_RAM_DIR-images"/good1.* | head -1) # unpacked there by the fork above
+	refused "a gVisor restore from the compressed image itself" \
+		"$(poke restore 0000000ee006 "$T/images/good1" "$ROOTFS" gvisor 8080 128)"
+fi
+out=$(poke restore 0000000ee003 "$good1" "$ROOTFS" gvisor 8080 128)
 expect "the same peer's restore of a sealed image goes through ($out)" grep -q '^ok' <<<"$out"
 expect "the spawner made the proofs and said why it refused" \
 	grep -q "spawner.*Checkpoint of $id refused: .*is not an empty new image" "$T/netnsd.log"
@@ -147,10 +161,12 @@ if grep -q '"microvm"' <<<"$backends"; then
 	expect "the canary is unchanged, netnsd up" alive
 	# positive control: a legitimate microVM snapshot; its files root's alone
 	call "/org/warren/Warren1/sandbox/$vm" org.warren.Warren1.Sandbox Snapshot s goodvm >/dev/null
-	expect "a legitimate microVM snapshot is sealed with state and ram" \
-		test -s "$T/images/goodvm/state" -a -s "$T/images/goodvm/ram"
+	# (state and ram, or their .zst when compressed)
+	vmfiles=$(ls "$T"/images/goodvm/state* "$T"/images/goodvm/ram* 2>/dev/null || true)
+	expect "a legitimate microVM snapshot is sealed with state and ram ($(echo $vmfiles))" \
+		test "$(echo "$vmfiles" | grep -c .)" = 2 -a -f "$T/images/goodvm/warren-image"
 	expect "its files are snapshotd's alone" \
-		test "$(stat -c '%U %a' "$T/images/goodvm/state" "$T/images/goodvm/ram" | sort -u)" = "warren-snapshotd 600"
+		test "$(stat -c '%U %a' $vmfiles | sort -u)" = "warren-snapshotd 600"
 	expect "the VM resumed in place" kill -0 "$qpid"
 	# guest memory was read and the image written with no privilege: the copier's own
 	# /proc/self/status, read after its drop, says so (every uid the store's owner, no caps)

@@ -75,23 +75,36 @@ expect "runsc's gofer serves the template's tree, read-only ($(gofer_root "$id")
 	grep -q "^$TPL/web/rootfs ro" <<<"$(gofer_root "$id")"
 warrenctl destroy "$id"
 
-# Each hostile template: AddTemplate, then the create is refused by netnsd with the reason.
+# Each hostile template: AddTemplate itself is refused with the reason (the supervisor asks netnsd,
+# whose spawner checks the tree as a create would), nothing is saved. (A checked tree is cached
+# by its root's stamps: only root can change it below, so a change by root after AddTemplate is
+# the administrator's, not an attack.)
 err() { "$@" 2>&1 && return 1 || true; }
 # (httpd serves / : the program runs the same in the template and in the host's root, so a
 # sandbox given the wrong tree would start and be seen)
 add() { mgr AddTemplate ssasqta{sv} -- "$1" "$TPL/$1/rootfs" 7 /bin/busybox httpd -f -p 8080 -h / 8080 67108864 0 >/dev/null; }
 refused() { # refused NAME PATTERN
 	local out
-	add "$1" || fail "AddTemplate $1"
-	out=$(err mgr CreateSandbox sa{sv} "$1" 1 wait b true)
-	expect "template $1 refused by netnsd: $(grep -o 'template rootfs refused.*' <<<"$out" | head -c 160)" \
+	out=$(err add "$1") || fail "AddTemplate $1 (a hostile tree) was accepted"
+	expect "AddTemplate $1 refused by netnsd's spawner: $(grep -o 'template rootfs refused.*' <<<"$out" | head -c 160)" \
 		grep -q "template rootfs refused.*$2" <<<"$out"
+	expect "template $1 was not added" test ! -e "$T/state/templates/$1"
+	out=$(err mgr CreateSandbox sa{sv} "$1" 1 wait b true)
+	expect "and a create of it finds no such template" grep -q "No template '$1'" <<<"$out"
 }
 refused devt "/www/[a-z]* is a device node"
 refused wwdir "/www/drop is writable by others"
 refused owned "the component owned is not owned by root"
 refused mnt "/www/other is a mount point"
-expect "netnsd logged the refusals" grep -q "template rootfs refused" "$T/netnsd.log"
+expect "netnsd logged the refusals" grep -q "Template rootfs .* refused" "$T/netnsd.log"
+# positive control of the same path: the administrator removes the device nodes, and the same
+# AddTemplate goes through (a refusal is not cached) and the template runs
+rm "$TPL/devt/rootfs/www/console" "$TPL/devt/rootfs/www/mem"
+expect "AddTemplate of the tree cleaned up goes through" add devt
+id=$(create devt wait)
+expect "and its sandbox serves the tree (httpd -h /: /www/index.html)" \
+	sh -c "curl -fsS --max-time 20 $(sb_url "$id")www/index.html | grep -q Hello"
+warrenctl destroy "$id" >/dev/null
 expect "netnsd is still serving" sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1 \
 	org.warren.Warren1.Manager Helpers | grep -q '\"netnsd\" true'"
 

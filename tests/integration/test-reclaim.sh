@@ -39,6 +39,13 @@ expect "SwapBytes property" test "$(busctl --system get-property org.warren.Warr
 expect "warrenctl status shows zswap" sh -c "warrenctl status | grep -q 'zswap on'"
 
 id=$(create app wait)
+# snapshotd reclaims as its user with CAP_SYS_ADMIN alone (no CAP_DAC_OVERRIDE): the sandbox's
+# reclaim knob was handed to it by the spawner, zswap's parameters were opened before its drop
+expect "snapshotd's CapEff is CAP_SYS_ADMIN alone ($(awk '/^CapEff:/ {print $2}' /proc/$PID_snapshotd/status))" \
+	test "$(awk '/^CapEff:/ {print $2}' /proc/$PID_snapshotd/status)" = 0000000000200000
+knob=/sys/fs/cgroup/memory$CGROUP_PARENT/$id/memory.force_empty
+[ -e "$knob" ] || knob=/sys/fs/cgroup$CGROUP_PARENT/$id/memory.reclaim
+expect "the sandbox's $(basename "$knob") is warren-snapshotd's" test "$(stat -c %U "$knob")" = warren-snapshotd
 curl -fsS --max-time 10 "$(sb_url "$id")touch" >/dev/null
 out=$($POKE "$T/snapshotd.sock" reclaim "$id" 2>&1 || true)
 expect "reclaim of a running sandbox is refused ($out)" grep -q "not frozen" <<<"$out"

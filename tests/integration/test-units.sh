@@ -31,9 +31,9 @@ warren-netnsd.service AmbientCapabilities -
 warren-netnsd.service CapabilityBoundingSet CAP_SYS_ADMIN CAP_SYS_CHROOT CAP_SYS_PTRACE CAP_SETUID CAP_SETGID CAP_NET_ADMIN CAP_NET_RAW CAP_CHOWN CAP_KILL CAP_DAC_OVERRIDE CAP_SETPCAP
 warren-netnsd.service RestrictAddressFamilies AF_UNIX AF_NETLINK AF_INET AF_INET6
 warren-snapshotd.service Type notify
-warren-snapshotd.service User warren-snapshotd
-warren-snapshotd.service AmbientCapabilities CAP_SYS_ADMIN CAP_DAC_OVERRIDE
-warren-snapshotd.service CapabilityBoundingSet CAP_SYS_ADMIN CAP_DAC_OVERRIDE
+warren-snapshotd.service User -
+warren-snapshotd.service AmbientCapabilities -
+warren-snapshotd.service CapabilityBoundingSet CAP_SYS_ADMIN CAP_DAC_OVERRIDE CAP_CHOWN CAP_SETUID CAP_SETGID CAP_SETPCAP
 warren-snapshotd.service NoNewPrivileges yes
 warren-snapshotd.service RestrictAddressFamilies AF_UNIX
 warren-snapshotd.service PrivateNetwork yes

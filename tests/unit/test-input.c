@@ -73,7 +73,9 @@ good(void)
 					.allow_outbound = true,
 					.idle_ms = 1234,
 					.warm = true,
-					.standby = 2};
+					.standby = 2,
+					.pids_max = 128,
+					.cpu_millis = 250};
 }
 
 static void
@@ -97,6 +99,8 @@ test_record_round_trip(void **state)
 	assert_int_equal(r.idle_ms, w.idle_ms);
 	assert_int_equal(r.warm, w.warm);
 	assert_int_equal(r.standby, w.standby);
+	assert_int_equal(r.pids_max, w.pids_max);
+	assert_int_equal(r.cpu_millis, w.cpu_millis);
 	/* and writing what was read gives the same bytes */
 	char *buf2;
 	size_t len2;
@@ -128,6 +132,15 @@ test_record_write_refuses(void **state)
 	assert_int_equal(template_record_format(&w, &buf, &len), -EINVAL);
 	w = good();
 	w.standby = 1000;
+	assert_int_equal(template_record_format(&w, &buf, &len), -EINVAL);
+	w = good();
+	w.pids_max = 63; /* a template's pids: 0 or 64-65536 */
+	assert_int_equal(template_record_format(&w, &buf, &len), -EINVAL);
+	w = good();
+	w.cpu_millis = 49; /* cpu_millis: 0 or 50-1024000 */
+	assert_int_equal(template_record_format(&w, &buf, &len), -EINVAL);
+	w = good();
+	w.cpu_millis = 1024001;
 	assert_int_equal(template_record_format(&w, &buf, &len), -EINVAL);
 	w = good();
 	w.port = 0;
@@ -173,6 +186,13 @@ test_record_load_refuses(void **state)
 	assert_int_equal(parse(BASE "arg=x\nwarm=1x\n"), -EBADMSG);
 	assert_int_equal(parse(BASE "arg=x\nwarm=2\n"), -EBADMSG);
 	assert_int_equal(parse(BASE "arg=x\nidle_ms=-1\n"), -EBADMSG);
+	/* a template's own bounds: in range, once */
+	assert_int_equal(parse("format=2\n" BASE "arg=x\npids=64\ncpu_millis=50\n"), 0);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\npids=0\ncpu_millis=0\n"), 0);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\npids=10\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\npids=65537\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\ncpu_millis=1024001\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\npids=100\npids=100\n"), -EBADMSG);
 	assert_int_equal(parse(BASE "arg=x\nidle_ms=99999999999999999999999\n"), -EBADMSG);
 	assert_int_equal(parse(BASE), -EBADMSG);				/* no command */
 	assert_int_equal(parse("port=80\nmemory=67108864\narg=x\n"), -EBADMSG); /* no rootfs */
