@@ -14,3 +14,5 @@ int cgroup_kill_all(const char *rel);
 void cgroup_remove(const char *rel);
 /* Remove every child cgroup of parent after killing its processes (netnsd's clean slate). */
 void cgroup_clear_children(const char *parent);
+/* The same, leaving the children keep() names (sandboxes a restarted netnsd adopted). */
+void cgroup_clear_children_except(const char *parent, bool (*keep)(const char *name));

@@ -16,10 +16,15 @@ struct slot {
 	int host_ifindex;
 };
 
+struct adoption;
 struct pool_config {
 	unsigned size;
 	uint32_t subnet; /* network order, a /16 or larger is plenty */
 	const char *ifname_prefix;
+	/* restart without loss (adopt.h): slots whose runtime lives on are taken over as they
+	 * are (claimed), slots the supervisor still holds are rebuilt but stay claimed */
+	const struct adoption *adopt;
+	int slots_fd; /* the claimed-slot file, -1 for none */
 };
 
 /* Claims that wait for a slot (timeout_ms > 0) beyond this many are answered at once with
@@ -32,6 +37,8 @@ typedef void (*pool_available_fn)(struct pool *p, void *ud);
 
 int pool_new(struct event_base *base, const struct pool_config *cfg, pool_available_fn cb,
 	     void *ud, struct pool **out);
+/* Frees the pool; free slots' veths are deleted, claimed ones (a runtime or the supervisor
+ * holds them) stay for the next netnsd. */
 void pool_free(struct pool *p);
 /* First built, free slot; -EAGAIN when none. allow_outbound sets the veth's link group that the
  * nftables rules let out. */

@@ -22,6 +22,11 @@ struct spawner_config {
 	/* snapshotd's store and cache: every image directory the spawner writes into or restores
 	 * from is proven to be in one (image-proof.h) */
 	struct image_proof_roots images;
+	/* restart without loss: the runtimes netnsd checked before the fork (adopt.h), and the
+	 * lock on the runtime directory the spawner holds until its last command is done */
+	const struct adoption *adopt;
+	int lock_fd;
+	unsigned pool_size;
 };
 
 /* Fork the spawner; returns netnsd's end of the link. */
