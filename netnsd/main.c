@@ -226,7 +226,12 @@ main(int argc, char **argv)
 	if (!n.dc.seccomp_probe) {
 		lock_fd = adopt_lock(runtime, 120000);
 		if (lock_fd < 0)
-			return log_error_errno(lock_fd, "Cannot lock %s/lock: %m", runtime), 1;
+			return log_error_errno(lock_fd,
+					       "Cannot lock %s/lock (the runtime directory must be "
+					       "root's and writable by root only, reached without "
+					       "symlinks): %m",
+					       runtime),
+			       1;
 		struct adopt_config ac = {.runtime_dir = runtime,
 					  .cgroup_parent = n.cgroup_parent,
 					  .ifname_prefix = prefix};

@@ -272,8 +272,10 @@ console_new(struct sb *sb, bool adopted)
 	c->rfd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	c->wfd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
+	/* runsc hands stdio to the sandbox's user (fchown): the owner is not checked, the FIFO is
+	 * reached only through the root-only runtime directory */
 	if (c->rfd < 0 || c->wfd < 0 || fstat(c->rfd, &st) < 0 || !S_ISFIFO(st.st_mode) ||
-	    st.st_uid != 0) {
+	    st.st_nlink != 1) {
 		int r = c->rfd < 0 || c->wfd < 0 ? -errno : -EPERM;
 		console_free(c);
 		return r;
@@ -1299,9 +1301,11 @@ adopt_all(void)
 		}
 		sb->next = sandboxes;
 		sandboxes = sb;
-		if (!sb->vm && console_new(sb, true) < 0)
-			log_warning("Sandbox %s: cannot open its console again; its output is not kept",
-				    sb->id);
+		int r = sb->vm ? 0 : console_new(sb, true);
+		if (r < 0)
+			log_warning_errno(r, "Sandbox %s: cannot open its console again (%m); its output "
+					     "is not kept",
+					  sb->id);
 		sb->pidfd_ev = event_new(base, sb->pidfd, EV_READ, adopted_exited, sb);
 		event_add(sb->pidfd_ev, NULL);
 		log_info("Sandbox %s adopted (pid %d)", sb->id, (int)sb->pid);

@@ -113,6 +113,13 @@ after_restart "kill -9 both"
 expect "a request thaws the frozen b" answers "$b" Hello
 expect "b is running" wait_for 10 has_state "$b" running
 expect "exec in adopted a" sh -c "warrenctl exec $a -- /bin/busybox echo adopted-ok | grep -q adopted-ok"
+# the console (a FIFO the guest holds open read-write) is drained again by the new spawner:
+# what the guest's program writes to its stdout reaches runsc.log
+warrenctl exec "$a" -- /bin/busybox sh -c 'echo console-after-restart >/proc/1/fd/1' >/dev/null ||
+	fail "exec writing to a's console"
+expect "the adopted console is drained into runsc.log" \
+	wait_for 10 grep -q console-after-restart "$T/netnsd/bundles/$a/runsc.log"
+expect "every adopted console was opened again" sh -c "! grep -q 'cannot open its console again' '$T/netnsd.log'"
 expect "exec in adopted v (its agent)" sh -c "warrenctl exec $v -- /bin/busybox echo adopted-ok | grep -q adopted-ok"
 call "/org/warren/Warren1/sandbox/$a" org.warren.Warren1.Sandbox Snapshot s "rs$K" >/dev/null ||
 	fail "snapshot of adopted a"
