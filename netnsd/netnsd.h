@@ -32,6 +32,7 @@ struct netnsd {
 	struct netnsd_sandbox *sandboxes;
 	struct claim_waiter *waiters;
 	int slots_fd; /* the claimed-slot file (adopt.h) */
+	struct event *quarantine_timer;
 };
 
 extern const struct ipc_handler netnsd_handlers[];

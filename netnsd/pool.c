@@ -145,7 +145,7 @@ build_some(evutil_socket_t fd, short what, void *arg)
 		/* claimed before the restart: the supervisor still holds it and releases it */
 		const struct adoption *a = p->cfg.adopt;
 		if (a && s->index < a->n_claimed && a->claimed[s->index])
-			s->claimed = true;
+			s->claimed = s->quarantined = true;
 		p->built++;
 		done++;
 	}
@@ -261,7 +261,7 @@ pool_release(struct pool *p, unsigned index)
 	r = conntrack_flush_addr(s->sandbox_addr);
 	if (r < 0)
 		log_warning_errno(r, "Slot %u: conntrack flush: %m", index);
-	s->claimed = false;
+	s->claimed = s->quarantined = false;
 	adopt_slots_set(p->cfg.slots_fd, index, false);
 	if (p->available)
 		p->available(p, p->ud);
@@ -295,4 +295,15 @@ pool_free_count(struct pool *p)
 	for (unsigned i = 0; i < p->cfg.size; i++)
 		n += p->slots[i].built && !p->slots[i].claimed;
 	return n;
+}
+
+void
+pool_quarantine_end(struct pool *p)
+{
+	for (unsigned i = 0; i < p->cfg.size; i++)
+		if (p->slots[i].built && p->slots[i].quarantined) {
+			log_info("Slot %u: claimed before the restart and not released; freeing it",
+				 i);
+			pool_release(p, i);
+		}
 }

@@ -11,6 +11,8 @@ struct slot {
 	int nsfd;
 	ino_t ns_ino;
 	bool built, claimed;
+	bool quarantined; /* claimed before a restart, no runtime: until the supervisor releases it
+			   * or its re-sync is over (pool_quarantine_end) */
 	uint32_t host_addr, sandbox_addr; /* network order */
 	char host_ifname[16];
 	int host_ifindex;
@@ -50,5 +52,8 @@ int pool_slot_refresh(struct pool *p, unsigned index);
 struct slot *pool_slot(struct pool *p, unsigned index);
 unsigned pool_size(struct pool *p);
 unsigned pool_free_count(struct pool *p);
+/* The supervisor has re-synced: slots claimed before the restart that it did not release (a
+ * create cut off by the crash) are scrubbed and given back. */
+void pool_quarantine_end(struct pool *p);
 /* Default size: one slot per 256 MiB of RAM, at least 32. */
 unsigned pool_default_size(void);
