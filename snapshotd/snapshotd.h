@@ -13,7 +13,12 @@ struct snapshotd {
 	unsigned compress_below; /* MB/s; 0: never compress */
 	int zstd_level;
 	const char *cache_dir; /* decompressed images, on tmpfs */
+	uint64_t store_reserve; /* bytes the store keeps free beyond a snapshot's estimate */
 };
+
+/* store-space.c: room for a snapshot of sandbox id, from its cgroup's memory; -ENOSPC with a
+ * message a person can act on when there is not. */
+int store_space_check(struct snapshotd *s, const char *id, char *why, size_t size);
 
 /* image.c */
 int image_prepare(struct snapshotd *s, const char *tag, char *temp, size_t size, int *dirfd);

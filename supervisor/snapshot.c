@@ -383,6 +383,7 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	sandbox_snapshot_begin(sb);
 	Warren__V1__PrepareImageRequest q = WARREN__V1__PREPARE_IMAGE_REQUEST__INIT;
 	q.tag = (char *)tag;
+	q.sandbox_id = sb->id; /* snapshotd refuses at once when the store has no room */
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	req.body_case = WARREN__V1__REQUEST__BODY_PREPARE_IMAGE;
 	req.prepare_image = &q;
