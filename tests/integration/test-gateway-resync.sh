@@ -25,6 +25,8 @@ expect "with Retry-After" sh -c "curl -s -D - -o /dev/null --max-time 10 $(sb_ur
 kill -9 "$PID_gateway"
 wait "$PID_gateway" 2>/dev/null || true
 start_gateway
+# the socket file outlives a killed gateway: wait until the new one listens on its port
+expect "the new gateway listens" wait_for 10 sh -c "curl -s -o /dev/null --max-time 2 http://127.0.0.1:$GW_PORT/"
 c=$(code "$id")
 expect "new gateway, no supervisor: the sandbox is 503, not 404 ($c)" test "$c" = 503
 expect "with Retry-After" sh -c "curl -s -D - -o /dev/null --max-time 10 $(sb_url "$id") | grep -qi '^Retry-After: 1'"
