@@ -94,14 +94,7 @@ proc_in_cgroup(pid_t pid, const char *cgroup_parent, const char *id)
 	return ok;
 }
 
-struct record {
-	char id[SANDBOX_ID_LEN + 1];
-	long slot;
-	long pid;
-	unsigned long long start;
-	int backend; /* 0 gvisor, 1 microvm, -1 unknown */
-	unsigned long long memory;
-};
+#define record adopt_record
 
 static int
 parse_ulong(const char *v, unsigned long long max, unsigned long long *out)
@@ -124,6 +117,17 @@ record_parse(int fd, struct record *r)
 	ssize_t k = read(fd, buf, RECORD_MAX + 1);
 	if (k <= 0 || k > RECORD_MAX)
 		return -EBADMSG;
+	return adopt_record_parse(buf, (size_t)k, r);
+}
+
+int
+adopt_record_parse(const char *text, size_t len, struct adopt_record *r)
+{
+	char buf[RECORD_MAX + 1];
+	if (len == 0 || len > RECORD_MAX)
+		return -EBADMSG;
+	memcpy(buf, text, len);
+	ssize_t k = (ssize_t)len;
 	buf[k] = 0;
 	if (memchr(buf, 0, (size_t)k) || buf[k - 1] != '\n')
 		return -EBADMSG;

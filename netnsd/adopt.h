@@ -26,6 +26,20 @@ struct adopted {
 	ino_t ns_ino;
 };
 
+/* A record as written (adopt_record_parse checks only its form; adopt_scan checks it against
+ * the kernel). */
+struct adopt_record {
+	char id[SANDBOX_ID_LEN + 1];
+	long slot;
+	long pid;
+	unsigned long long start;
+	int backend; /* 0 gvisor, 1 microvm, -1 unknown */
+	unsigned long long memory;
+};
+/* key=value lines, each of id slot pid start backend memory exactly once, bounded numbers, a
+ * valid id, no NUL, at most 512 bytes, ending in a newline: 0 or -EBADMSG. */
+int adopt_record_parse(const char *text, size_t len, struct adopt_record *out);
+
 struct adoption {
 	struct adopted *items;
 	size_t n;
