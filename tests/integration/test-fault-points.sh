@@ -43,6 +43,8 @@ leaks() { # prints what does not add up (empty: nothing leaked)
 	true
 }
 
+no_leaks() { [ -z "$(leaks)" ]; }
+
 keep=$(create web wait)
 keep_pid() { sed -n 's/^pid=//p' "$T/netnsd/sandboxes/$keep"; }
 kp=$(keep_pid)
@@ -50,7 +52,7 @@ kp=$(keep_pid)
 t=$(create web wait)
 call "/org/warren/Warren1/sandbox/$t" org.warren.Warren1.Sandbox Snapshot s "walk$K" >/dev/null
 warrenctl destroy "$t" >/dev/null
-wait_for 20 test -z "$(leaks)" || true
+wait_for 20 no_leaks || true
 expect "before the walk: nothing leaked ($(leaks | tr '\n' ' '))" test -z "$(leaks)"
 
 restart_daemon() { # restart_daemon NAME [FAULT]: stop it (kill -9 for the gateway) and start again
@@ -112,7 +114,7 @@ walk() {
 	for id in $(live_ids); do
 		[ "$id" = "$keep" ] || warrenctl destroy "$id" >/dev/null 2>&1 || true
 	done
-	wait_for 40 test -z "$(leaks)" || true
+	wait_for 40 no_leaks || true
 	local l
 	l=$(leaks | tr '\n' ' ')
 	log "$daemon $step: daemon $result; operation $op_result; keep $kept; leaks: ${l:-none}"
