@@ -250,8 +250,8 @@ record_check(const struct adopt_config *c, int runsc_dir, int host_ns, ino_t hos
 		char name[80];
 		snprintf(name, sizeof name, "%s_sandbox:%s.state", rec->id, rec->id);
 		struct stat st;
-		if (fstatat(runsc_dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-		    st.st_uid != 0)
+		if (fstatat(runsc_dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != 0)
 			return snprintf(why, whysize, "runsc has no state for it"), -ENOENT;
 	}
 	char path[64];
@@ -296,21 +296,22 @@ adopt_scan(const struct adopt_config *c, struct adoption *a)
 	_cleanup_close_ int rundir = -1, recdir = -1, runsc_dir = -1, host_ns = -1;
 	int r = adopt_open_root_dir(AT_FDCWD, c->runtime_dir, &rundir);
 	if (r < 0)
-		return log_error_errno(r, "Runtime directory %s must be root's and writable by "
-					  "root only, reached without symlinks: %m",
+		return log_error_errno(r,
+				       "Runtime directory %s must be root's and writable by "
+				       "root only, reached without symlinks: %m",
 				       c->runtime_dir);
 	r = adopt_open_root_dir(rundir, "sandboxes", &recdir);
 	if (r < 0)
-		return log_error_errno(r, "%s/sandboxes must be root's and writable by root only: %m",
-				       c->runtime_dir);
+		return log_error_errno(
+		    r, "%s/sandboxes must be root's and writable by root only: %m", c->runtime_dir);
 	struct open_how how = {.flags = O_DIRECTORY | O_RDONLY | O_CLOEXEC,
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-					  RESOLVE_NO_MAGICLINKS};
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	runsc_dir = (int)syscall(SYS_openat2, rundir, "runsc", &how, sizeof how);
 	struct stat st;
 	struct adopt_config cc = *c;
-	cc.have_runsc_state = runsc_dir >= 0 && fstat(runsc_dir, &st) == 0 && st.st_uid == 0 &&
-			      !(st.st_mode & 022);
+	cc.have_runsc_state =
+	    runsc_dir >= 0 && fstat(runsc_dir, &st) == 0 && st.st_uid == 0 && !(st.st_mode & 022);
 	host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (host_ns < 0 || fstat(host_ns, &st) < 0)
 		return -errno;
@@ -326,7 +327,7 @@ adopt_scan(const struct adopt_config *c, struct adoption *a)
 		struct record rec;
 		struct adopted item = {.pidfd = -1, .nsfd = -1};
 		_cleanup_close_ int fd =
-			openat(recdir, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		    openat(recdir, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		r = 0;
 		if (!sandbox_id_valid(de->d_name))
 			r = -EBADMSG, snprintf(why, sizeof why, "not a sandbox id");
@@ -339,17 +340,18 @@ adopt_scan(const struct adopt_config *c, struct adoption *a)
 			r = -EBADMSG, snprintf(why, sizeof why, "malformed");
 		for (size_t i = 0; r == 0 && i < a->n; i++)
 			if (a->items[i].slot == (unsigned)rec.slot)
-				r = -EEXIST, snprintf(why, sizeof why, "slot %ld is taken twice",
-						      rec.slot);
+				r = -EEXIST,
+				snprintf(why, sizeof why, "slot %ld is taken twice", rec.slot);
 		if (r == 0)
 			r = record_check(&cc, runsc_dir, host_ns, host_ino, &rec, &item, why,
 					 sizeof why);
 		for (size_t i = 0; r == 0 && i < a->n; i++)
 			if (a->items[i].ns_ino == item.ns_ino)
-				r = -EEXIST, snprintf(why, sizeof why, "its namespace is taken twice");
+				r = -EEXIST,
+				snprintf(why, sizeof why, "its namespace is taken twice");
 		if (r < 0) {
-			log_warning("Not adopting sandbox record %s/sandboxes/%s: %s", c->runtime_dir,
-				    de->d_name, why);
+			log_warning("Not adopting sandbox record %s/sandboxes/%s: %s",
+				    c->runtime_dir, de->d_name, why);
 			adopted_close(&item);
 			if (unlinkat(recdir, de->d_name, 0) < 0 && errno == EISDIR)
 				unlinkat(recdir, de->d_name, AT_REMOVEDIR);
@@ -403,8 +405,9 @@ adopt_record_write(const char *runtime_dir, const char *id, unsigned slot, pid_t
 	/* not durable: the runtimes it names do not survive a reboot either */
 	int r = file_write_atomic(path, buf, (size_t)n, 0600, false);
 	if (r < 0)
-		log_error_errno(r, "Sandbox %s: cannot write its record %s: %m; a restarted netnsd "
-				   "would not adopt it",
+		log_error_errno(r,
+				"Sandbox %s: cannot write its record %s: %m; a restarted netnsd "
+				"would not adopt it",
 				id, path);
 	return r;
 }

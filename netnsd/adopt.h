@@ -21,8 +21,8 @@ struct adopted {
 	unsigned long long start; /* field 22 of /proc/<pid>/stat: the process's identity */
 	bool vm;
 	unsigned long long memory; /* the sandbox's memory limit (a microVM snapshot needs it) */
-	int pidfd;  /* pins the process; readable when it exits */
-	int nsfd;   /* its network namespace: the slot's */
+	int pidfd;		   /* pins the process; readable when it exits */
+	int nsfd;		   /* its network namespace: the slot's */
 	ino_t ns_ino;
 };
 
