@@ -150,19 +150,15 @@ load_op() { # the gateway killed under requests: every request answered or refus
 	done
 }
 
-walk netnsd claim create_op
-walk spawner spawn create_op
-walk spawner destroy destroy_op
-walk netnsd slot-scrub destroy_op
-walk supervisor destroy destroy_dbus_op
-walk gateway none load_op
-if [ "${FAULT_WALK:-}" = full ]; then
-	walk netnsd freeze freeze_op
-	walk spawner restore fork_op
-	walk supervisor fork-child-2 fork_op
-	walk snapshotd image-seal snap_op
-	walk spawner checkpoint-write snap_op
-fi
+STEPS="netnsd:claim:create_op spawner:spawn:create_op spawner:destroy:destroy_op
+	netnsd:slot-scrub:destroy_op supervisor:destroy:destroy_dbus_op gateway:none:load_op"
+[ "${FAULT_WALK:-}" = full ] && STEPS+=" netnsd:freeze:freeze_op spawner:restore:fork_op
+	supervisor:fork-child-2:fork_op snapshotd:image-seal:snap_op spawner:checkpoint-write:snap_op"
+# FAULT_STEPS="daemon:step:operation ..." walks only those
+for s in ${FAULT_STEPS:-$STEPS}; do
+	IFS=: read -r d st op <<<"$s"
+	walk "$d" "$st" "$op"
+done
 log "table:"
 cat "$TABLE" >&2
 [ -n "${FAULT_TABLE:-}" ] && cp "$TABLE" "$FAULT_TABLE"
