@@ -134,6 +134,12 @@ cgroup_remove(const char *rel)
 void
 cgroup_clear_children(const char *parent)
 {
+	cgroup_clear_children_except(parent, NULL);
+}
+
+void
+cgroup_clear_children_except(const char *parent, bool (*keep)(const char *name))
+{
 	char dir[512], rel[512];
 	if (procs_path(parent, dir, sizeof dir) < 0)
 		return;
@@ -143,7 +149,7 @@ cgroup_clear_children(const char *parent)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' || (keep && keep(de->d_name)))
 			continue;
 		snprintf(rel, sizeof rel, "%s/%s", parent, de->d_name);
 		log_info("Removing leftover cgroup %s", rel);

@@ -22,3 +22,5 @@ void cgroup_clear_children(const char *parent);
  * neither needs CAP_DAC_OVERRIDE. A uid of (uid_t)-1 leaves that knob alone. Called by the
  * spawner (root, CAP_CHOWN) once the runtime made the cgroup. 0 or the first -errno. */
 int cgroup_hand_knobs(const char *rel, uid_t freezer_uid, uid_t memory_uid);
+/* The same, leaving the children keep() names (sandboxes a restarted netnsd adopted). */
+void cgroup_clear_children_except(const char *parent, bool (*keep)(const char *name));

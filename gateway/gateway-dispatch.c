@@ -11,6 +11,8 @@ static int
 handle_status(struct ipc_call *call, void *ud)
 {
 	struct gateway *g = ud;
+	if (g->status_seen < 2)
+		g->status_seen++;
 	Warren__V1__StatusResponse st;
 	ipc_status_init(&st, "gateway", true);
 	st.routes = route_count(g);

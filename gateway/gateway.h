@@ -56,7 +56,18 @@ struct gateway {
 	bool accept_paused; /* out of fds: resumed when a connection closes or by resume_timer */
 	struct event *resume_timer;
 	uint64_t refused, last_refusal_log_us;
+	/* Restart without loss: routes are the supervisor's to give. Until a connected supervisor
+	 * has pushed them all (its second Status poll comes after its pushes), and whenever it is
+	 * gone, an unknown sandbox is answered 503 with Retry-After, never 404: it may well
+	 * exist. */
+	unsigned status_seen;
 };
+/* true once the supervisor's routes are all in (see status_seen) */
+static inline bool
+gateway_routes_synced(const struct gateway *g)
+{
+	return g->status_seen >= 2;
+}
 
 /* routes.c */
 struct route *route_find(struct gateway *g, const char *id);

@@ -99,6 +99,16 @@ limits_apply(struct gateway *g, long max_open_files, bool conns_given)
 	return 0;
 }
 
+/* The supervisor went away: routes stay (sandboxes keep answering), but a sandbox not known
+ * here may have been created meanwhile: 503 and Retry-After until the next one synced. */
+static void
+gateway_supervisor_gone(void *ud)
+{
+	struct gateway *g = ud;
+	g->status_seen = 0;
+	log_warning("The supervisor is gone: unknown sandboxes are answered 503 until it is back");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -219,6 +229,7 @@ main(int argc, char **argv)
 					.allowed_uids = g.dc.peer_uids,
 					.n_allowed_uids = g.dc.n_peer_uids,
 					.drop_on_violation = false,
+					.on_peer_gone = gateway_supervisor_gone,
 					.userdata = &g};
 	g.server = ipc_server_new(g.dc.base, lfd, &cfg);
 	ipc_server_set_ready(g.server, true);

@@ -239,9 +239,23 @@ send_error(struct conn *c, int status, const char *fmt, ...)
 	strcat(body, "\n");
 	evbuffer_add_printf(bufferevent_get_output(c->client),
 			    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-			    "Connection: close\r\nX-Warren-Error: %d\r\n\r\n%s",
-			    status, text, strlen(body), status, body);
+			    "Connection: close\r\nX-Warren-Error: %d\r\n%s\r\n%s",
+			    status, text, strlen(body), status,
+			    status == 503 ? "Retry-After: 1\r\n" : "", body);
 	close_after_flush(c);
+}
+
+/* No route for id: 404 once the supervisor's routes are in, 503 + Retry-After before (a
+ * restarted gateway, a supervisor away): never a wrong answer for a sandbox that exists. */
+static void
+send_unknown(struct conn *c, const char *id)
+{
+	if (gateway_routes_synced(c->g))
+		send_error(c, 404, "no sandbox %s", id);
+	else
+		send_error(c, 503, "sandbox %s is not known yet (Warren's supervisor is away or "
+				   "still sending routes); retry",
+			   id);
 }
 
 /* Move up to n bytes (all when n == UINT64_MAX) from src to dst, pausing src when dst is full. */
@@ -505,7 +519,7 @@ try_upstream(struct conn *c)
 {
 	struct route *r = route_find(c->g, c->route_id);
 	if (!r) {
-		send_error(c, 404, "no sandbox %s", c->route_id);
+		send_unknown(c, c->route_id);
 		return;
 	}
 	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FAILED) {
@@ -669,7 +683,7 @@ client_read(struct bufferevent *bev, void *arg)
 	}
 	struct route *r = route_find(c->g, id);
 	if (!r) {
-		send_error(c, 404, "no sandbox %s", id);
+		send_unknown(c, id);
 		return;
 	}
 	/* Rewrite the request line when the sandbox was named in the path. */

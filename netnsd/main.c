@@ -1,6 +1,7 @@
 /* warren-netnsd: the privileged namespace-pool daemon. Builds network namespace slots ahead of
  * time, hands them to the supervisor as fds, starts runsc or a microVM in them through its spawner, and
  * freezes sandboxes' cgroups. Order: spawner fork -> socket -> nftables -> pool -> lock-down. */
+#include "adopt.h"
 #include "cgroup.h"
 #include "fileio.h"
 #include "log.h"
@@ -11,6 +12,7 @@
 #include "spawn.h"
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +45,10 @@ usage(void)
 	       "                       there too (default /dev/shm/warren-images)\n"
 	       "  --vm-console         guest serial console to <bundle>/console.log\n"
 	       "  --snapshotd-user U   the user whose snapshotd reclaims sandboxes: each sandbox's\n"
-	       "                       reclaim knob is handed to it (default warren-snapshotd)\n" ISOLATION_HELP
+	       "                       reclaim knob is handed to it (default warren-snapshotd)\n"
+	       "  --remove-all         remove every sandbox, slot and the nftables table an earlier\n"
+	       "                       netnsd with these options left running, then exit (a\n"
+	       "                       stopped netnsd leaves its sandboxes for the next one)\n" ISOLATION_HELP
 	       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
 }
 
@@ -59,7 +64,9 @@ main(int argc, char **argv)
 {
 	static struct netnsd n;
 	daemon_common_init(&n.dc, "netnsd");
+	n.slots_fd = -1;
 	unsigned want_size = 0;
+	bool remove_all = false;
 	const char *subnet = "10.201.0.0", *prefix = "wrn", *table = "warren";
 	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
 	n.runsc = "/usr/bin/runsc";
@@ -93,6 +100,7 @@ main(int argc, char **argv)
 		{"image-cache", required_argument, NULL, 'I'},
 		{"vm-console", no_argument, NULL, 'C'},
 		{"snapshotd-user", required_argument, NULL, 'D'},
+		{"remove-all", no_argument, NULL, 'X'},
 		{"help", no_argument, NULL, 'h'},
 		ISOLATION_OPTIONS,
 		OCI_LIMITS_OPTIONS,
@@ -175,6 +183,9 @@ main(int argc, char **argv)
 		case 'D':
 			snapshotd_user = optarg;
 			break;
+		case 'X':
+			remove_all = true;
+			break;
 		case 'h':
 			usage();
 			return 0;
@@ -213,6 +224,46 @@ main(int argc, char **argv)
 	if (isolation_finish(&iso) < 0)
 		return 2;
 
+	if (remove_all)
+		return netnsd_remove_all(runtime, n.cgroup_parent, prefix, &iso) < 0;
+
+	/* Restart without loss: the previous spawner holds the runtime directory's lock until its
+	 * last command is done; then what it left is checked and adopted (adopt.h). */
+	static struct adoption adoption;
+	int lock_fd = -1;
+	if (!n.dc.seccomp_probe) {
+		lock_fd = adopt_lock(runtime, 120000);
+		if (lock_fd < 0)
+			return log_error_errno(lock_fd,
+					       "Cannot lock %s/lock (the runtime directory must be "
+					       "root's and writable by root only, reached without "
+					       "symlinks): %m",
+					       runtime),
+			       1;
+		struct adopt_config ac = {.runtime_dir = runtime,
+					  .cgroup_parent = n.cgroup_parent,
+					  .ifname_prefix = prefix};
+		if (adopt_scan(&ac, &adoption) < 0)
+			return 1;
+		unsigned size = want_size ? want_size : pool_default_size();
+		for (size_t i = 0; i < adoption.n; i++)
+			if (adoption.items[i].slot >= size)
+				size = adoption.items[i].slot + 1;
+		want_size = size;
+		n.slots_fd = adopt_slots_open(runtime, size, &adoption);
+		if (n.slots_fd < 0)
+			return log_error_errno(n.slots_fd, "Cannot open %s/slots: %m", runtime), 1;
+		for (size_t i = 0; i < adoption.n; i++) {
+			struct netnsd_sandbox *sb = calloc(1, sizeof *sb);
+			snprintf(sb->id, sizeof sb->id, "%s", adoption.items[i].id);
+			sb->slot = adoption.items[i].slot;
+			sb->pid = adoption.items[i].pid;
+			sb->vm = adoption.items[i].vm;
+			sb->next = n.sandboxes;
+			n.sandboxes = sb;
+		}
+	}
+
 	n.dc.base = event_base_new();
 	pid_t spawner_pid = 0;
 	static struct spawner_config sc;
@@ -225,7 +276,9 @@ main(int argc, char **argv)
 				     .vm = &n.vm,
 				     .images = images,
 				     .freezer_uid = (uid_t)-1,
-				     .reclaim_uid = (uid_t)-1};
+				     .reclaim_uid = (uid_t)-1,
+				     .adopt = &adoption,
+				     .lock_fd = lock_fd};
 	/* the spawner hands each sandbox's freezer knob to netnsd and its reclaim knob to
 	 * snapshotd, so neither keeps CAP_DAC_OVERRIDE for runsc's root-owned files */
 	gid_t knob_gid;
@@ -251,10 +304,18 @@ main(int argc, char **argv)
 			return 1;
 		struct pool_config pc = {.size = want_size ? want_size : pool_default_size(),
 					 .subnet = sub.s_addr,
-					 .ifname_prefix = prefix};
+					 .ifname_prefix = prefix,
+					 .adopt = &adoption,
+					 .slots_fd = n.slots_fd};
 		int r = pool_new(n.dc.base, &pc, netnsd_pool_available, &n, &n.pool);
 		if (r < 0)
 			return log_error_errno(r, "Failed to set up the pool: %m"), 1;
+		/* the pool and the spawner hold what they need; the claimed bytes stay for the
+		 * pool's build */
+		for (size_t i = 0; i < adoption.n; i++) {
+			adoption.items[i].pidfd = safe_close(adoption.items[i].pidfd);
+			adoption.items[i].nsfd = safe_close(adoption.items[i].nsfd);
+		}
 	}
 	if (daemon_lock_down(&n.dc, netnsd_user, netnsd_caps, netnsd_n_caps, &netnsd_seccomp) < 0)
 		return 1;
@@ -277,7 +338,8 @@ main(int argc, char **argv)
 	daemon_run(&n.dc);
 	ipc_server_free(n.server);
 	pool_free(n.pool);
-	/* Closing the link makes the spawner remove every sandbox and the nftables table. */
+	/* Closing the link makes the spawner finish its commands and exit; the sandboxes, their
+	 * slots and the nftables table stay for the next netnsd (--remove-all removes them). */
 	ipc_client_free(n.spawner);
 	return 0;
 }

@@ -337,3 +337,35 @@ nl_nft_table_delete(uint8_t family, const char *name)
 	close(nl);
 	return r == -ENOENT ? 0 : r; /* no such table: nothing to delete */
 }
+
+struct link_peer {
+	int ifindex;
+	int peer;
+};
+
+static int
+collect_peer(void *nlh, void *ud)
+{
+	struct nlmsghdr *h = nlh;
+	struct link_peer *l = ud;
+	struct ifinfomsg *ifi = NLMSG_DATA(h);
+	if (h->nlmsg_type != RTM_NEWLINK || ifi->ifi_index != l->ifindex)
+		return 0;
+	int len = (int)IFLA_PAYLOAD(h);
+	for (struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len))
+		if (a->rta_type == IFLA_LINK && RTA_PAYLOAD(a) >= sizeof(uint32_t))
+			memcpy(&l->peer, RTA_DATA(a), sizeof(uint32_t));
+	return 0;
+}
+
+int
+nl_link_peer(int nl, int ifindex)
+{
+	struct nlreq q = {.h = {.nlmsg_type = RTM_GETLINK,
+				.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg))}};
+	struct link_peer l = {.ifindex = ifindex, .peer = 0};
+	int r = nl_dump(nl, &q, q.h.nlmsg_len, collect_peer, &l);
+	if (r < 0)
+		return r;
+	return l.peer > 0 ? l.peer : -ENOENT;
+}

@@ -15,6 +15,8 @@ int nl_addr_flush(int nl, int ifindex);
 int nl_route_default(int nl, int ifindex, uint32_t gateway);
 /* Delete every link but lo and keep (ifindex). */
 int nl_links_delete_except(int nl, int keep_ifindex);
+/* The ifindex (in the peer's namespace) of a veth's other end, as IFLA_LINK says. */
+int nl_link_peer(int nl, int ifindex);
 /* Send one request and wait for its ack; -errno from the kernel. */
 int nl_talk(int nl, void *msg, uint32_t len);
 /* Run a dump request; cb is called with each message. */

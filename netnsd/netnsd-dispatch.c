@@ -6,6 +6,7 @@
  * there as root, proves it is snapshotd's (spawner/image-proof.c) before it acts. */
 #include "cgroup.h"
 #include "clock.h"
+#include "fault.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -138,6 +139,7 @@ handle_claim(struct ipc_call *call, void *ud)
 	struct slot *s;
 	int r = n->waiters ? -EAGAIN : pool_claim(n->pool, q->allow_outbound, &s);
 	if (r == 0) {
+		fault_point("claim");
 		claim_reply(call, s);
 		return 0;
 	}
@@ -175,6 +177,7 @@ handle_release(struct ipc_call *call, void *ud)
 	struct slot *s = pool_slot(n->pool, idx);
 	if (!s || !s->claimed)
 		return ipc_call_error(call, -ENOENT, "slot %u is not claimed", idx);
+	fault_point("slot-scrub");
 	for (struct netnsd_sandbox *sb = n->sandboxes; sb; sb = sb->next)
 		if (sb->slot == idx)
 			return ipc_call_error(call, -EBUSY, "slot %u still runs sandbox %s", idx,
@@ -396,10 +399,24 @@ handle_exec(struct ipc_call *call, void *ud)
 	return forward(n, call, q->id, NULL, 0, (q->timeout_ms ? q->timeout_ms : 30000) + 5000);
 }
 
+static void
+quarantine_end(evutil_socket_t fd, short what, void *arg)
+{
+	struct netnsd *n = arg;
+	pool_quarantine_end(n->pool);
+}
+
 static int
 handle_list(struct ipc_call *call, void *ud)
 {
 	struct netnsd *n = ud;
+	/* The supervisor re-syncs with a List and releases, in the same breath, the slots its
+	 * failed sandboxes held; what is still quarantined 10 s later nobody holds. */
+	if (!n->quarantine_timer) {
+		n->quarantine_timer = evtimer_new(n->dc.base, quarantine_end, n);
+		struct timeval tv = {10, 0};
+		evtimer_add(n->quarantine_timer, &tv);
+	}
 	size_t count = 0;
 	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next)
 		count++;
@@ -439,6 +456,7 @@ handle_freeze(struct ipc_call *call, void *ud)
 	char rel[300];
 	snprintf(rel, sizeof rel, "%s/%s", n->cgroup_parent, q->id);
 	uint64_t t0 = now_usec();
+	fault_point(q->freeze ? "freeze" : "thaw");
 	int r = cgroup_freeze(rel, q->freeze);
 	if (r < 0)
 		return ipc_call_error(call, r, "%s %s: %s", q->freeze ? "freeze" : "thaw", q->id,

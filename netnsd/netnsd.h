@@ -31,12 +31,18 @@ struct netnsd {
 	struct microvm_config vm;
 	struct netnsd_sandbox *sandboxes;
 	struct claim_waiter *waiters;
+	int slots_fd; /* the claimed-slot file (adopt.h) */
+	struct event *quarantine_timer;
 };
 
 extern const struct ipc_handler netnsd_handlers[];
 extern const unsigned netnsd_n_handlers;
 void netnsd_pool_available(struct pool *p, void *ud);
 void netnsd_spawner_event(const IpcResponse *ev, void *ud);
+
+/* netnsd-remove.c: --remove-all */
+int netnsd_remove_all(const char *runtime_dir, const char *cgroup_parent, const char *prefix,
+		      const struct isolation_config *iso);
 
 /* netnsd-sandbox.c */
 extern const char netnsd_user[];

@@ -1,6 +1,7 @@
 /* netnsd's namespace pool (see pool.h). Slots are built in the background a few at a time so a
  * claim never waits behind the whole pool; release scrubs the slot in place. */
 #include "pool.h"
+#include "adopt.h"
 #include "conntrack.h"
 #include "fileio.h"
 #include "isolation.h"
@@ -131,12 +132,20 @@ build_some(evutil_socket_t fd, short what, void *arg)
 	unsigned done = 0;
 	while (p->built < p->cfg.size && done < BUILD_BATCH) {
 		struct slot *s = &p->slots[p->built];
+		if (s->built) { /* adopted with its runtime */
+			p->built++;
+			continue;
+		}
 		if (slot_build(p, s) < 0) {
 			/* Leave the pool smaller rather than spin; the size is reported. */
 			log_error("Pool stops at %u slots", p->built);
 			p->cfg.size = p->built;
 			break;
 		}
+		/* claimed before the restart: the supervisor still holds it and releases it */
+		const struct adoption *a = p->cfg.adopt;
+		if (a && s->index < a->n_claimed && a->claimed[s->index])
+			s->claimed = s->quarantined = true;
 		p->built++;
 		done++;
 	}
@@ -176,6 +185,21 @@ pool_new(struct event_base *base, const struct pool_config *cfg, pool_available_
 		s->sandbox_addr = htonl(base_addr + 4 * i + 2);
 		snprintf(s->host_ifname, sizeof s->host_ifname, "%s%u", cfg->ifname_prefix, i);
 	}
+	/* adopt.c checked each: its namespace is its runtime's and the slot's veth its pair */
+	for (size_t i = 0; cfg->adopt && i < cfg->adopt->n; i++) {
+		const struct adopted *a = &cfg->adopt->items[i];
+		if (a->slot >= cfg->size)
+			continue;
+		struct slot *s = &p->slots[a->slot];
+		s->nsfd = fcntl(a->nsfd, F_DUPFD_CLOEXEC, 3);
+		s->ns_ino = a->ns_ino;
+		s->host_ifindex = (int)if_nametoindex(s->host_ifname);
+		if (s->nsfd < 0 || !s->host_ifindex) {
+			s->nsfd = safe_close(s->nsfd);
+			continue;
+		}
+		s->built = s->claimed = true;
+	}
 	p->build_ev = evtimer_new(base, build_some, p);
 	struct timeval tv = {0, 0};
 	evtimer_add(p->build_ev, &tv);
@@ -188,9 +212,11 @@ pool_free(struct pool *p)
 {
 	if (!p)
 		return;
-	for (unsigned i = 0; i < p->built; i++) {
-		/* Deleting the host end takes the pair; closing the fd frees the namespace. */
-		if (p->slots[i].host_ifindex)
+	for (unsigned i = 0; i < p->cfg.size; i++) {
+		/* Deleting the host end takes the pair; closing the fd frees the namespace. A
+		 * claimed slot stays: its runtime, or the supervisor, holds the namespace, and the
+		 * next netnsd adopts or rebuilds it. */
+		if (p->slots[i].built && p->slots[i].host_ifindex && !p->slots[i].claimed)
 			nl_link_del(p->host_nl, p->slots[i].host_ifindex);
 		safe_close(p->slots[i].nsfd);
 	}
@@ -207,13 +233,14 @@ pool_claim(struct pool *p, bool allow_outbound, struct slot **out)
 {
 	for (unsigned i = 0; i < p->built; i++) {
 		struct slot *s = &p->slots[i];
-		if (s->claimed)
+		if (s->claimed || !s->built)
 			continue;
 		int r = nl_link_set(p->host_nl, s->host_ifindex, true,
 				    allow_outbound ? ISOLATION_OUTBOUND_GROUP : 0);
 		if (r < 0)
 			return log_error_errno(r, "Slot %u: setting link group: %m", i);
 		s->claimed = true;
+		adopt_slots_set(p->cfg.slots_fd, i, true);
 		*out = s;
 		return 0;
 	}
@@ -223,7 +250,7 @@ pool_claim(struct pool *p, bool allow_outbound, struct slot **out)
 int
 pool_release(struct pool *p, unsigned index)
 {
-	if (index >= p->built || !p->slots[index].claimed)
+	if (index >= p->cfg.size || !p->slots[index].built || !p->slots[index].claimed)
 		return -ENOENT;
 	struct slot *s = &p->slots[index];
 	int r = in_slot(p, s, slot_scrub);
@@ -234,7 +261,8 @@ pool_release(struct pool *p, unsigned index)
 	r = conntrack_flush_addr(s->sandbox_addr);
 	if (r < 0)
 		log_warning_errno(r, "Slot %u: conntrack flush: %m", index);
-	s->claimed = false;
+	s->claimed = s->quarantined = false;
+	adopt_slots_set(p->cfg.slots_fd, index, false);
 	if (p->available)
 		p->available(p, p->ud);
 	return 0;
@@ -243,7 +271,7 @@ pool_release(struct pool *p, unsigned index)
 int
 pool_slot_refresh(struct pool *p, unsigned index)
 {
-	if (index >= p->built || !p->slots[index].claimed)
+	if (index >= p->cfg.size || !p->slots[index].built || !p->slots[index].claimed)
 		return -ENOENT;
 	return in_slot(p, &p->slots[index], slot_configure_inside);
 }
@@ -251,7 +279,7 @@ pool_slot_refresh(struct pool *p, unsigned index)
 struct slot *
 pool_slot(struct pool *p, unsigned index)
 {
-	return index < p->built ? &p->slots[index] : NULL;
+	return index < p->cfg.size && p->slots[index].built ? &p->slots[index] : NULL;
 }
 
 unsigned
@@ -264,7 +292,18 @@ unsigned
 pool_free_count(struct pool *p)
 {
 	unsigned n = 0;
-	for (unsigned i = 0; i < p->built; i++)
-		n += !p->slots[i].claimed;
+	for (unsigned i = 0; i < p->cfg.size; i++)
+		n += p->slots[i].built && !p->slots[i].claimed;
 	return n;
+}
+
+void
+pool_quarantine_end(struct pool *p)
+{
+	for (unsigned i = 0; i < p->cfg.size; i++)
+		if (p->slots[i].built && p->slots[i].quarantined) {
+			log_info("Slot %u: claimed before the restart and not released; freeing it",
+				 i);
+			pool_release(p, i);
+		}
 }

@@ -11,15 +11,22 @@ struct slot {
 	int nsfd;
 	ino_t ns_ino;
 	bool built, claimed;
+	bool quarantined; /* claimed before a restart, no runtime: until the supervisor releases it
+			   * or its re-sync is over (pool_quarantine_end) */
 	uint32_t host_addr, sandbox_addr; /* network order */
 	char host_ifname[16];
 	int host_ifindex;
 };
 
+struct adoption;
 struct pool_config {
 	unsigned size;
 	uint32_t subnet; /* network order, a /16 or larger is plenty */
 	const char *ifname_prefix;
+	/* restart without loss (adopt.h): slots whose runtime lives on are taken over as they
+	 * are (claimed), slots the supervisor still holds are rebuilt but stay claimed */
+	const struct adoption *adopt;
+	int slots_fd; /* the claimed-slot file, -1 for none */
 };
 
 /* Claims that wait for a slot (timeout_ms > 0) beyond this many are answered at once with
@@ -32,6 +39,8 @@ typedef void (*pool_available_fn)(struct pool *p, void *ud);
 
 int pool_new(struct event_base *base, const struct pool_config *cfg, pool_available_fn cb,
 	     void *ud, struct pool **out);
+/* Frees the pool; free slots' veths are deleted, claimed ones (a runtime or the supervisor
+ * holds them) stay for the next netnsd. */
 void pool_free(struct pool *p);
 /* First built, free slot; -EAGAIN when none. allow_outbound sets the veth's link group that the
  * nftables rules let out. */
@@ -43,5 +52,8 @@ int pool_slot_refresh(struct pool *p, unsigned index);
 struct slot *pool_slot(struct pool *p, unsigned index);
 unsigned pool_size(struct pool *p);
 unsigned pool_free_count(struct pool *p);
+/* The supervisor has re-synced: slots claimed before the restart that it did not release (a
+ * create cut off by the crash) are scrubbed and given back. */
+void pool_quarantine_end(struct pool *p);
 /* Default size: one slot per 256 MiB of RAM, at least 32. */
 unsigned pool_default_size(void);

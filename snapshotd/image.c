@@ -5,6 +5,7 @@
  * only opens and verifies it (no rename, delete or copy on the start path). Temporary
  * directories left by a crash are removed when snapshotd starts, so after a crash at any point
  * an image is whole or absent. */
+#include "fault.h"
 #include "clock.h"
 #include "fileio.h"
 #include "log.h"
@@ -213,6 +214,8 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 		r = file_write_atomic(path, hdr, hlen, 0600, true);
 	}
 	free(hdr);
+	if (r == 0)
+		fault_point("image-seal");
 	if (r == 0 && (fsync(dfd) < 0 || renameat(s->store_fd, q->temp_name, s->store_fd, q->tag) < 0 ||
 		       fsync(s->store_fd) < 0))
 		r = -errno;

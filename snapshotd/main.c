@@ -62,6 +62,7 @@ main(int argc, char **argv)
 	s.compress_below = 500;
 	s.zstd_level = 3;
 	s.cache_dir = "/dev/shm/warren-images";
+	s.store_reserve = 16ull << 20;
 	bool measure_disk = false;
 	static const struct option opts[] = {{"store", required_argument, NULL, 's'},
 					     {"compress-below", required_argument, NULL, 'b'},
@@ -70,6 +71,7 @@ main(int argc, char **argv)
 					     {"measure-disk", no_argument, NULL, 'm'},
 					     {"reclaim-dir", required_argument, NULL, 'r'},
 					     {"cgroup-parent", required_argument, NULL, 'c'},
+					     {"store-reserve", required_argument, NULL, 'R'},
 					     {"help", no_argument, NULL, 'h'},
 					     DAEMON_COMMON_OPTIONS,
 					     {}};
@@ -94,9 +96,13 @@ main(int argc, char **argv)
 			s.cache_dir = optarg;
 		else if (c == 'm')
 			measure_disk = true;
+		else if (c == 'R')
+			s.store_reserve = strtoull(optarg, NULL, 10) << 20;
 		else {
 			printf("Usage: warren-snapshotd [--store DIR] [--reclaim-dir DIR] [--cgroup-parent "
 			       "P] [OPTIONS]\n"
+			       "  --store-reserve MIB    a snapshot is refused unless the store keeps this\n"
+			       "                         much free beyond the sandbox's memory (default 16)\n"
 			       "  --compress-below MBPS  zstd tag images when the store disk writes slower "
 			       "(default 500, 0 never)\n"
 			       "  --zstd-level N         (default 3)\n"

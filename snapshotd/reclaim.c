@@ -4,6 +4,7 @@
  * frozen sandbox's pages out: cgroup v2 memory.reclaim, or on v1 repeated memory.force_empty
  * passes (a lowered limit returns EBUSY long before the cgroup is empty on this kernel). A
  * cgroup the kernel does not report frozen is refused, before every pass. */
+#include "fault.h"
 #include "cgroup.h"
 #include "clock.h"
 #include "fileio.h"
@@ -271,6 +272,7 @@ job_pass(evutil_socket_t fd, short what, void *arg)
 	}
 	char path[600], amount[32];
 	uint64_t usage = 0;
+	fault_point("reclaim");
 	cgroup_memory_usage(j->rel, &usage);
 	if (j->v2) {
 		snprintf(path, sizeof path, "%s/memory.reclaim", j->dir);

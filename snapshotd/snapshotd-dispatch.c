@@ -143,9 +143,13 @@ static int
 handle_prepare_image(struct ipc_call *call, void *ud)
 {
 	REQUEST_CHECK(call);
-	char temp[128];
+	char temp[128], why[300];
 	int dirfd = -1;
-	int r = image_prepare(ud, call->req->prepare_image->tag, temp, sizeof temp, &dirfd);
+	const char *id = call->req->prepare_image->sandbox_id;
+	int r = store_space_check(ud, id ? id : "", why, sizeof why);
+	if (r < 0)
+		return ipc_call_error(call, r, "%s", why);
+	r = image_prepare(ud, call->req->prepare_image->tag, temp, sizeof temp, &dirfd);
 	if (r < 0)
 		return ipc_call_error(call, r, "cannot prepare image %s: %s",
 				      call->req->prepare_image->tag, strerror(-r));

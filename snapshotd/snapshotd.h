@@ -17,7 +17,12 @@ struct snapshotd {
 	 * writing before the drop: reclaim sets them through these, with no CAP_DAC_OVERRIDE;
 	 * -1 where they could not be opened (no zswap, or not started as root) */
 	int zswap_fd[3];
+	uint64_t store_reserve; /* bytes the store keeps free beyond a snapshot's estimate */
 };
+
+/* store-space.c: room for a snapshot of sandbox id, from its cgroup's memory; -ENOSPC with a
+ * message a person can act on when there is not. */
+int store_space_check(struct snapshotd *s, const char *id, char *why, size_t size);
 
 /* image.c */
 int image_prepare(struct snapshotd *s, const char *tag, char *temp, size_t size, int *dirfd);

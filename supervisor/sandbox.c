@@ -1,6 +1,7 @@
 /* Sandbox lifecycle in the supervisor: the state machine, the create flow (claim a slot from
  * netnsd -> route in the gateway -> reply -> spawn in netnsd -> ready from the gateway's probe),
  * exits, destroy, exec, freeze/thaw, persistence and re-adoption after a restart. */
+#include "fault.h"
 #include "clock.h"
 #include "fileio.h"
 #include "log.h"
@@ -269,10 +270,18 @@ static void
 destroy_runtime_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
 	ipc_close_fds(fds, n_fds);
+	struct release *rl = ud;
 	if (r < 0 && r != -ENOENT)
 		log_warning_errno(r, "Destroying runtime: %s",
 				  resp && resp->message ? resp->message : "%m");
-	release_slot(ud);
+	if (r < 0 && r != -ENOENT && resp) {
+		/* netnsd answered that the runtime could not be removed: its slot is not free and
+		 * is not given back (netnsd still lists the runtime; a re-sync removes it) */
+		log_warning("Sandbox %s: keeping slot %d claimed, its runtime may live", rl->id,
+			    rl->slot);
+		rl->slot = -1;
+	}
+	release_slot(rl);
 }
 
 /* Give back the runtime and the slot; then forget the sandbox if asked. */
@@ -325,6 +334,7 @@ sandbox_destroy(struct sandbox *sb)
 {
 	if (sb->state == SANDBOX_DESTROYING)
 		return 0;
+	fault_point("destroy");
 	fail_create(sb, ERR("Destroyed"), "Sandbox %s was destroyed while starting", sb->id);
 	sandbox_set_state(sb, SANDBOX_DESTROYING, NULL);
 	route_remove(sb);
@@ -928,6 +938,11 @@ reconcile_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		} else if (info && info->pid > 0) {
 			sb->runtime_alive = true;
 			sb->pid = info->pid;
+			/* a runtime that came up while its answer was lost (netnsd restarted): the
+			 * sandbox had given its slot up as failed; netnsd's slot is the truth, or a
+			 * Destroy would never release it */
+			if (sb->slot < 0)
+				sb->slot = (int)info->slot;
 			if (info->frozen)
 				sandbox_set_state(sb, SANDBOX_FROZEN, NULL);
 			else if (sb->state != SANDBOX_RUNNING)

@@ -5,6 +5,7 @@
  * takes the address of the namespace it lands in); BranchSandbox is both; ListTags and
  * RemoveTag manage the images. A microVM is snapshotted without stopping for good: its VMM
  * pauses, writes its state and RAM and resumes in place (netnsd says so: still_running). */
+#include "fault.h"
 #include "clock.h"
 #include "log.h"
 #include "macro.h"
@@ -121,6 +122,9 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	progress("fork", j->tag, "image verified", 0, j->count);
 	for (unsigned i = 0; i < j->count; i++) {
 		sd_bus_error e = SD_BUS_ERROR_NULL;
+		char step[32];
+		snprintf(step, sizeof step, "fork-child-%u", i + 1);
+		fault_point(step);
 		if (sandbox_create_from_image(sup, t, resp->open_image->image->backend, j->image_fd,
 					      j->tag, j, &e) < 0)
 			fork_job_child_done(j, NULL, false, e.message);
@@ -379,6 +383,7 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	sandbox_snapshot_begin(sb);
 	Warren__V1__PrepareImageRequest q = WARREN__V1__PREPARE_IMAGE_REQUEST__INIT;
 	q.tag = (char *)tag;
+	q.sandbox_id = sb->id; /* snapshotd refuses at once when the store has no room */
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	req.body_case = WARREN__V1__REQUEST__BODY_PREPARE_IMAGE;
 	req.prepare_image = &q;

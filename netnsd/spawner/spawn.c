@@ -13,7 +13,9 @@
  * `runsc exec` writes into pipes the spawner drains into memfds of at most EXEC_OUTPUT_MAX
  * bytes per stream, as the microVM agent's output is bounded (microvm.c). */
 #include "spawn.h"
+#include "adopt.h"
 #include "cgroup.h"
+#include "fault.h"
 #include "microvm.h"
 #include "fileio.h"
 #include "ipc-server.h"
@@ -37,7 +39,10 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -63,6 +68,10 @@ struct sb {
 	int nsfd;
 	int rootfs_fd; /* gVisor: the checked template rootfs, mounted for runsc (rootfs.h) */
 	pid_t pid;
+	unsigned slot;
+	int pidfd;              /* adopted from an earlier spawner: not our child, watched here */
+	struct event *pidfd_ev;
+	struct ipc_call *destroy_waiting; /* a Destroy that came during a checkpoint or restore */
 	char bundle[300];
 	char cgroup[300];
 	bool checkpointing; /* its exit is the checkpoint's doing, not news */
@@ -245,26 +254,41 @@ console_free(struct console *c)
 }
 
 static int
-console_new(struct sb *sb)
+console_new(struct sb *sb, bool adopted)
 {
 	struct console *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
 	c->rfd = c->wfd = c->file = -1;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
+	/* A FIFO in the bundle, not a pipe: runsc gets it opened read-write, so the sandbox holds
+	 * a reader itself and never sees EPIPE (a Go runtime dies of SIGPIPE on stdout) while no
+	 * spawner reads; a restarted spawner opens it again by name and drains what waited. */
+	char path[400];
+	snprintf(path, sizeof path, "%s/console", sb->bundle);
+	if (!adopted && mkfifo(path, 0600) < 0 && errno != EEXIST) {
 		free(c);
 		return -errno;
 	}
-	c->rfd = p[0];
-	c->wfd = p[1];
+	c->rfd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	c->wfd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	/* runsc hands stdio to the sandbox's user (fchown): the owner is not checked, the FIFO is
+	 * reached only through the root-only runtime directory */
+	if (c->rfd < 0 || c->wfd < 0 || fstat(c->rfd, &st) < 0 || !S_ISFIFO(st.st_mode) ||
+	    st.st_nlink != 1) {
+		int r = c->rfd < 0 || c->wfd < 0 ? -errno : -EPERM;
+		console_free(c);
+		return r;
+	}
 	/* only the read end: runsc and the guest write to a blocking pipe; room for bursts while
 	 * the spawner is busy elsewhere */
-	fcntl(c->rfd, F_SETFL, O_NONBLOCK);
 	fcntl(c->rfd, F_SETPIPE_SZ, 256 << 10);
-	char path[400];
 	snprintf(path, sizeof path, "%s/runsc.log", sb->bundle);
-	c->file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	c->file = open(path, O_WRONLY | O_CREAT | (adopted ? O_APPEND : O_TRUNC) | O_NOFOLLOW |
+				     O_CLOEXEC,
+		       0600);
+	if (c->file >= 0 && adopted)
+		c->size = lseek(c->file, 0, SEEK_END);
 	c->ev = event_new(base, c->rfd, EV_READ | EV_PERSIST, console_readable, sb);
 	c->timer = evtimer_new(base, console_flush, sb);
 	if (c->file < 0 || !c->ev || !c->timer) {
@@ -300,6 +324,16 @@ sb_forget(struct sb *sb)
 		if (c->sb == sb)
 			c->sb = NULL;
 	console_free(sb->console);
+	if (sb->pidfd_ev)
+		event_free(sb->pidfd_ev);
+	safe_close(sb->pidfd);
+	if (sb->destroy_waiting) {
+		IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+		ipc_call_reply(sb->destroy_waiting, &resp, NULL, 0);
+		ipc_call_free(sb->destroy_waiting);
+	}
+	/* the record goes first: a crash from here on leaves no record naming what is removed */
+	adopt_record_remove(cfg->runtime_dir, sb->id);
 	rm_rf(sb->bundle);
 	cgroup_remove(sb->cgroup);
 	safe_close(sb->nsfd);
@@ -561,6 +595,52 @@ log_tail(const struct sb *sb, char *buf, size_t size)
 			*p = ' ';
 }
 
+static int start_delete(struct sb *sb, struct ipc_call *call, char *error);
+static void vm_kill(struct sb *sb);
+
+/* sb is still in the list (a failed run forgets it inside cmd_done) */
+static bool
+sb_live(const struct sb *sb)
+{
+	for (const struct sb *s = sandboxes; s; s = s->next)
+		if (s == sb)
+			return true;
+	return false;
+}
+
+/* A command that is not an exec runs for sb: a checkpoint, a run, a restore or a delete. */
+static bool
+sb_busy(const struct sb *sb)
+{
+	for (struct cmd *c = cmds; c; c = c->next)
+		if (c->sb == sb && c->kind != CMD_EXEC && c->kind != CMD_KILL)
+			return true;
+	return false;
+}
+
+/* A Destroy that came while a checkpoint or a start ran is done once that is over: it waited
+ * instead of answering EBUSY, so the supervisor never gives back a slot still in use. */
+static void
+destroy_if_waiting(struct sb *sb)
+{
+	if (!sb->destroy_waiting || sb_busy(sb))
+		return;
+	struct ipc_call *call = TAKE_PTR(sb->destroy_waiting);
+	log_info("Sandbox %s: the destroy that waited goes on", sb->id);
+	if (sb->vm) {
+		vm_kill(sb);
+		sb->destroy_waiting = call; /* answered by sb_forget */
+		sb_forget(sb);
+		return;
+	}
+	if (start_delete(sb, call, NULL) < 0) {
+		ipc_call_error(call, -EIO, "cannot start runsc delete");
+		ipc_call_free(call);
+	}
+}
+
+static void spawner_maybe_done(void);
+
 static void
 cmd_done(struct cmd *c, int status)
 {
@@ -577,6 +657,9 @@ cmd_done(struct cmd *c, int status)
 		if (ok && file_read_line(path, pidbuf, sizeof pidbuf) == 0 && atoi(pidbuf) > 0 &&
 		    (kr = cgroup_hand_knobs(sb->cgroup, cfg->freezer_uid, cfg->reclaim_uid)) == 0) {
 			sb->pid = atoi(pidbuf);
+			adopt_record_write(cfg->runtime_dir, sb->id, sb->slot, sb->pid, false,
+					   sb->memory_limit);
+			fault_point(c->image.fd >= 0 ? "restore" : "spawn");
 			Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 			sr.pid = sb->pid;
 			resp.body_case = WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX;
@@ -616,6 +699,9 @@ cmd_done(struct cmd *c, int status)
 		break;
 	case CMD_VM_RESTORE: {
 		if (ok && sb->pid > 0) {
+			adopt_record_write(cfg->runtime_dir, sb->id, sb->slot, sb->pid, true,
+					   sb->memory_limit);
+			fault_point("restore");
 			Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 			sr.pid = sb->pid;
 			resp.body_case = WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX;
@@ -632,6 +718,7 @@ cmd_done(struct cmd *c, int status)
 		break;
 	}
 	case CMD_CHECKPOINT:
+		fault_point("checkpoint-write");
 		/* what runsc or the snapshot wrote, root's, becomes snapshotd's to seal */
 		if (ok && !sb->vm)
 			ok = image_proof_seal(&c->image, "checkpoint.img") == 0;
@@ -668,7 +755,11 @@ cmd_done(struct cmd *c, int status)
 		break;
 	}
 	}
+	enum cmd_kind kind = c->kind;
 	cmd_free(c);
+	if (kind != CMD_DELETE && kind != CMD_EXEC && kind != CMD_KILL && sb && sb_live(sb))
+		destroy_if_waiting(sb);
+	spawner_maybe_done();
 }
 
 static void
@@ -772,6 +863,9 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 		return r; /* handle_restore closes image_fd */
 	}
 	if (image_fd < 0) {
+		adopt_record_write(cfg->runtime_dir, sb->id, sb->slot, sb->pid, true,
+					   sb->memory_limit);
+		fault_point("spawn");
 		Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 		sr.pid = pid;
 		IpcResponse resp = WARREN__V1__RESPONSE__INIT;
@@ -800,6 +894,9 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	snprintf(sb->id, sizeof sb->id, "%s", q->id);
 	sb->nsfd = TAKE_FD(call->fds[0]);
 	sb->rootfs_fd = -1;
+	sb->pidfd = -1;
+	sb->slot = q->slot;
+	sb->memory_limit = q->memory_limit;
 	snprintf(sb->bundle, sizeof sb->bundle, "%s/bundles/%s", cfg->runtime_dir, q->id);
 	snprintf(sb->cgroup, sizeof sb->cgroup, "%s/%s", cfg->cgroup_parent, q->id);
 	sb->next = sandboxes;
@@ -838,7 +935,7 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	if (r == 0)
 		r = oci_spec_write(sb->bundle, &spec);
 	if (r == 0)
-		r = console_new(sb);
+		r = console_new(sb, false);
 	if (r < 0) {
 		sb_forget(sb);
 		return r;
@@ -986,9 +1083,16 @@ handle_destroy(struct ipc_call *call, void *ud)
 	struct sb *sb = sb_find(call->req->destroy_sandbox->id);
 	if (!sb)
 		return -ENOENT;
-	for (struct cmd *c = cmds; c; c = c->next)
-		if (c->sb == sb && c->kind != CMD_EXEC && c->kind != CMD_KILL)
+	fault_point("destroy");
+	if (sb_busy(sb)) {
+		/* a checkpoint, run or restore is under way: wait behind it (one destroy waits;
+		 * another one is refused, the first answers for both) */
+		if (sb->destroy_waiting)
 			return -EBUSY;
+		sb->destroy_waiting = ipc_call_defer(call);
+		log_info("Sandbox %s: destroy waits for the command under way", sb->id);
+		return IPC_DEFER;
+	}
 	if (sb->vm) {
 		vm_kill(sb);
 		sb_forget(sb);
@@ -1139,29 +1243,143 @@ handle_exec(struct ipc_call *call, void *ud)
 	return IPC_DEFER;
 }
 
-/* Nothing of an earlier netnsd's sandboxes may survive: their namespaces are gone with it. */
-static void
-clean_slate(void)
+/* An id the new netnsd adopted (fixed-width ids: a name starting with one is its). */
+static bool
+adopted_name(const char *name)
 {
-	cgroup_clear_children(cfg->cgroup_parent);
-	char path[400];
-	rm_rf(runsc_root + strlen("--root="));
-	snprintf(path, sizeof path, "%s/bundles", cfg->runtime_dir);
-	rm_rf(path);
-	mkdir_p(runsc_root + strlen("--root="), 0700);
+	for (size_t i = 0; cfg->adopt && i < cfg->adopt->n; i++)
+		if (!strncmp(name, cfg->adopt->items[i].id, SANDBOX_ID_LEN))
+			return true;
+	return false;
 }
 
 static void
+clear_dir_except_adopted(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *de;
+	char p[600];
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || adopted_name(de->d_name))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+		log_info("Removing leftover %s", p);
+		if (de->d_type == DT_DIR)
+			rm_rf(p);
+		else
+			unlink(p);
+	}
+	closedir(d);
+}
+
+/* What an earlier netnsd left and nobody adopted goes: runtimes in cgroups that are not an
+ * adopted sandbox's are killed, runsc state and bundles of others removed. */
+static void
+clean_slate(void)
+{
+	cgroup_clear_children_except(cfg->cgroup_parent, adopted_name);
+	char path[400];
+	const char *root = runsc_root + strlen("--root=");
+	mkdir_p(root, 0700);
+	clear_dir_except_adopted(root);
+	snprintf(path, sizeof path, "%s/bundles", cfg->runtime_dir);
+	mkdir_p(path, 0700);
+	clear_dir_except_adopted(path);
+}
+
+/* An adopted runtime is not our child (its first spawner is gone): its pidfd says it ended. */
+static void
+adopted_exited(evutil_socket_t fd, short what, void *arg)
+{
+	struct sb *sb = arg;
+	event_del(sb->pidfd_ev);
+	sb->pid = 0;
+	if (sb->checkpointing)
+		return;
+	Warren__V1__SandboxExitedEvent ev = WARREN__V1__SANDBOX_EXITED_EVENT__INIT;
+	ev.id = sb->id;
+	ev.exit_status = -1; /* not ours to wait for: the status went to its new parent */
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_SANDBOX_EXITED;
+	resp.sandbox_exited = &ev;
+	ipc_server_broadcast(server, &resp);
+}
+
+/* Take over what netnsd checked before the fork. The fds it used were not inherited (the
+ * spawner keeps only its link), so the process is pinned again and must still be the one
+ * checked (start time) in the same namespace (inode). */
+static void
+adopt_all(void)
+{
+	for (size_t i = 0; cfg->adopt && i < cfg->adopt->n; i++) {
+		const struct adopted *a = &cfg->adopt->items[i];
+		struct sb *sb = calloc(1, sizeof *sb);
+		snprintf(sb->id, sizeof sb->id, "%s", a->id);
+		sb->rootfs_fd = -1;
+		sb->pid = a->pid;
+		sb->slot = a->slot;
+		sb->vm = a->vm;
+		sb->memory_limit = a->memory;
+		snprintf(sb->bundle, sizeof sb->bundle, "%s/bundles/%s", cfg->runtime_dir, a->id);
+		snprintf(sb->cgroup, sizeof sb->cgroup, "%s/%s", cfg->cgroup_parent, a->id);
+		sb->pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/ns/net", (int)a->pid);
+		sb->nsfd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (sb->pidfd < 0 || sb->nsfd < 0 || fstat(sb->nsfd, &st) < 0 ||
+		    st.st_ino != a->ns_ino || adopt_proc_start(a->pid) != a->start) {
+			log_error("Sandbox %s: pid %d changed since netnsd checked it; not adopted",
+				  a->id, (int)a->pid);
+			safe_close(sb->pidfd);
+			safe_close(sb->nsfd);
+			free(sb);
+			continue;
+		}
+		sb->next = sandboxes;
+		sandboxes = sb;
+		int r = sb->vm ? 0 : console_new(sb, true);
+		if (r < 0)
+			log_warning_errno(r, "Sandbox %s: cannot open its console again (%m); its output "
+					     "is not kept",
+					  sb->id);
+		sb->pidfd_ev = event_new(base, sb->pidfd, EV_READ, adopted_exited, sb);
+		event_add(sb->pidfd_ev, NULL);
+		log_info("Sandbox %s adopted (pid %d)", sb->id, (int)sb->pid);
+	}
+}
+
+static bool netnsd_gone;
+
+/* netnsd went away: once no command is under way (their records are then true), exit, and
+ * the lock on the runtime directory goes with us, letting the next netnsd in. */
+static void
+spawner_maybe_done(void)
+{
+	if (!netnsd_gone)
+		return;
+	for (struct cmd *c = cmds; c; c = c->next)
+		if (c->kind != CMD_EXEC && c->kind != CMD_KILL)
+			return;
+	log_info("Commands done; %s left running for the next netnsd",
+		 sandboxes ? "the sandboxes are" : "nothing is");
+	_exit(0);
+}
+
+/* The sandboxes outlive netnsd and this spawner (restart without loss): the next netnsd adopts
+ * them. An exec can no longer be answered: its client is killed. */
+static void
 on_netnsd_gone(void *ud)
 {
-	log_info("netnsd is gone: removing every sandbox");
-	for (struct sb *sb = sandboxes; sb; sb = sb->next)
-		cgroup_kill_all(sb->cgroup);
-	while (sandboxes)
-		sb_forget(sandboxes);
-	clean_slate();
-	isolation_remove(cfg->isolation);
-	exit(0);
+	log_info("netnsd is gone: the sandboxes keep running; exiting once the commands under way "
+		 "are done");
+	netnsd_gone = true;
+	for (struct cmd *c = cmds; c; c = c->next)
+		if (c->kind == CMD_EXEC && c->pid > 0)
+			kill(c->pid, SIGKILL);
+	spawner_maybe_done();
 }
 
 static const struct ipc_handler spawner_table[] = {
@@ -1190,12 +1408,21 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 		return sp[0];
 	}
 	close(sp[0]);
-	/* nothing inherited from netnsd but the link: not its listening socket (socket
-	 * activation's fd 3), not what its launcher left open, so no runsc or VMM started from
-	 * here can hold them */
-	if (sp[1] > 3)
-		close_range(3, (unsigned)sp[1] - 1, 0);
-	close_range((unsigned)sp[1] + 1, ~0U, 0);
+	/* nothing inherited from netnsd but the link and the runtime directory's lock: not its
+	 * listening socket (socket activation's fd 3), not what its launcher left open, so no
+	 * runsc or VMM started from here can hold them (the lock is close-on-exec) */
+	unsigned keep[2] = {(unsigned)sp[1],
+			    config->lock_fd >= 0 ? (unsigned)config->lock_fd : (unsigned)sp[1]};
+	if (keep[0] > keep[1]) {
+		unsigned t = keep[0];
+		keep[0] = keep[1];
+		keep[1] = t;
+	}
+	if (keep[0] > 3)
+		close_range(3, keep[0] - 1, 0);
+	if (keep[1] > keep[0] + 1)
+		close_range(keep[0] + 1, keep[1] - 1, 0);
+	close_range(keep[1] + 1, ~0U, 0);
 	cfg = config;
 	log_set_ident("warren-netnsd[spawner]");
 	prctl(PR_SET_NAME, "netnsd-spawner");
@@ -1225,6 +1452,7 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 	ipc_server_adopt(server, sp[1]);
 	struct event *chld = evsignal_new(base, SIGCHLD, on_sigchld, NULL);
 	event_add(chld, NULL);
+	adopt_all();
 	signal(SIGTERM, SIG_IGN); /* stops when netnsd does, after cleaning up */
 	signal(SIGINT, SIG_IGN);
 	event_base_dispatch(base);

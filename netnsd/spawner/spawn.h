@@ -25,6 +25,11 @@ struct spawner_config {
 	/* the users of the cgroup knobs the unprivileged helpers write (cgroup_hand_knobs):
 	 * netnsd's freezer, snapshotd's reclaim; (uid_t)-1 leaves a knob root's */
 	uid_t freezer_uid, reclaim_uid;
+	/* restart without loss: the runtimes netnsd checked before the fork (adopt.h), and the
+	 * lock on the runtime directory the spawner holds until its last command is done */
+	const struct adoption *adopt;
+	int lock_fd;
+	unsigned pool_size;
 };
 
 /* Fork the spawner; returns netnsd's end of the link. */

@@ -77,6 +77,15 @@ start_netnsd() {
 		--vm-ram-dir "$VM_RAM_DIR" "$@"
 	wait_for 10 test -S "$T/netnsd.sock" || fail "netnsd did not start: $(cat "$T/netnsd.log")"
 }
+# the options that name this test's netnsd instance (runtime dir, cgroups, veths, table)
+netnsd_instance_opts() {
+	echo --subnet "$SUBNET" --ifname-prefix "$IFPREFIX" --nft-table "$NFT_TABLE" \
+		--runtime-dir "$T/netnsd" --cgroup-parent "$CGROUP_PARENT"
+}
+remove_all() {
+	# shellcheck disable=SC2046
+	timeout 150 "$LIBEXEC/warren-netnsd" --remove-all $(netnsd_instance_opts) >>"$T/netnsd.log" 2>&1
+}
 start_snapshotd() {
 	daemon snapshotd "$LIBEXEC/warren-snapshotd" --socket "$T/snapshotd.sock" --peer-users warren \
 		--store "$T/images" --image-cache "$VM_RAM_DIR-images" ${SNAPSHOTD_OPTS:-}
@@ -134,15 +143,10 @@ cleanup() {
 	set +e
 	trap '' USR1
 	for ((i = ${#EXIT_HOOKS[@]} - 1; i >= 0; i--)); do eval "${EXIT_HOOKS[i]}"; done
-	local spawners=
-	# netnsd's children (its spawner); none when this test started no netnsd (pgrep -P 0 would
-	# name the kernel's threads and the wait below would sit on them)
-	[ -n "${PID_netnsd:-}" ] && spawners=$(pgrep -P "$PID_netnsd" 2>/dev/null)
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[i]}"; done
-	# netnsd's spawner removes sandboxes after netnsd exits; wait for it
-	for p in $spawners; do
-		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-	done
+	# a stopped netnsd leaves its sandboxes for the next one (restart without loss): remove
+	# them for good (waits for the spawner's lock)
+	[ -n "${PID_netnsd:-}" ] && remove_all
 	[ -f "$T/bus.pid" ] && kill "$(cat "$T/bus.pid")" 2>/dev/null
 	nft delete table inet "$NFT_TABLE" 2>/dev/null
 	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$IFPREFIX"); do

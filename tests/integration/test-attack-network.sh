@@ -41,6 +41,7 @@ undo() {
 		for p in $sp; do
 			for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		done
+		remove_all
 	fi
 	ip netns del "$M" 2>/dev/null
 	ip rule del priority $RT 2>/dev/null
@@ -181,9 +182,9 @@ if ip netns exec "$L" bash -c "$(declare -f reach); reach 192.0.0.10 82"; then f
 log "ok: the LAN cannot route through the host"
 ip netns del "$M"
 
-# stopping netnsd puts forwarding back
-spawner=$(pgrep -P "$PID_netnsd" | head -1)
+# stopping netnsd for good (--remove-all: a plain stop leaves the sandboxes and the table for the
+# next netnsd) puts forwarding back
 stop_pid "$PID_netnsd"
-for _ in $(seq 100); do kill -0 "$spawner" 2>/dev/null || break; sleep 0.1; done
+remove_all
 expect "ip_forward is 0 again after netnsd stopped" test "$(cat /proc/sys/net/ipv4/ip_forward)" = 0
 expect "and the note is gone" test ! -e "$T/netnsd/ip_forward.before"
