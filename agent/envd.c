@@ -986,6 +986,8 @@ proc_start(struct conn *c, struct envd_request *q)
 		return;
 	}
 	struct stat st;
+	if (!q->cwd && stat(cwd, &st) < 0)
+		snprintf(cwd, sizeof cwd, "/"); /* a user without a home directory */
 	if (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		rpc_error(c, ENVD_INVALID_ARGUMENT, "cwd %s is not a directory", cwd);
 		return;

@@ -1,6 +1,7 @@
 /* See microvm-net.h. Runs in the launcher child (already in the slot namespace, still root),
  * so it may exec nft; netnsd's locked-down main process only deletes the table (netlink). */
 #include "microvm-net.h"
+#include "agent-proto.h"
 #include "isolation.h"
 #include "vmm.h"
 
@@ -82,7 +83,7 @@ microvm_net_setup(uid_t uid, unsigned port)
 		 "delete table ip %1$s\n"
 		 "table ip %1$s {\n"
 		 " chain prerouting { type nat hook prerouting priority dstnat;\n"
-		 "  iifname \"eth0\" tcp dport %2$u dnat to %3$s\n"
+		 "  iifname \"eth0\" tcp dport { %2$u, " AGENT_PROTO_ENVD_PORT_S " } dnat to %3$s\n"
 		 " }\n"
 		 " chain postrouting { type nat hook postrouting priority srcnat;\n"
 		 "  oifname \"eth0\" ip saddr %4$s masquerade\n"
