@@ -39,6 +39,12 @@ busctl --system -- call org.warren.Warren1 /org/warren/Warren1 org.warren.Warren
 head -c $((100 << 20)) /dev/urandom >"$T/big.bin"
 SUM=$(sha256sum <"$T/big.bin" | cut -d' ' -f1)
 B64() { printf '%s' "$1" | base64 -w0; }
+# stdout_of / stderr_of: the decoded output of an envd-client `run` (its data events in order)
+stream_of() { python3 -c '
+import sys, base64
+sys.stdout.write(b"".join(base64.b64decode(l.split()[1]) for l in sys.stdin if l.startswith(sys.argv[1] + " ")).decode(errors="replace"))' "$1"; }
+stdout_of() { stream_of stdout; }
+stderr_of() { stream_of stderr; }
 
 check_backend() {
 	local backend=$1 id out
@@ -179,17 +185,30 @@ assert any(p["pid"] == int(sys.argv[2]) and p.get("tag") == "sleeper" and p["con
 		"${CH[@]}" -F "file=@/etc/hostname" "$GW/files?path=/tmp/canary2")" = 401
 	expect "$backend: /health needs no token" test "$(curl -s -o /dev/null -w '%{http_code}' "${CH[@]}" "$GW/health")" = 204
 	out=$("${CLIENT[@]}" "${H[@]}" -H "X-Access-Token: tok-$id" "$GW" run /bin/busybox sh -c \
-		'ls -d /tmp/canary /tmp/canary2 2>&1; echo "FOO=$FOO"')
-	expect "$backend: with the token: works, and the refused requests did nothing" \
-		grep -qx "stdout $(B64 $'ls: /tmp/canary: No such file or directory\nls: /tmp/canary2: No such file or directory\nFOO=bar\n')" <<<"$(
-		# busybox ls writes its complaints to stderr: merge what came on both for the check
-		python3 -c '
-import sys, base64
-out = b"".join(base64.b64decode(l.split()[1]) for l in sys.stdin if l.startswith(("stdout", "stderr")))
-print("stdout " + base64.b64encode(out).decode())' <<<"$out")"
+		'ls -d /tmp/canary /tmp/canary2; echo "FOO=$FOO"')
+	expect "$backend: with the token: a command runs and sees /init's variable" \
+		test "$(stdout_of <<<"$out")" = "FOO=bar"
+	expect "$backend: and the refused requests did nothing (no canary dir, no file)" \
+		test "$(stderr_of <<<"$out" | grep -c 'No such file or directory')" = 2
+	expect "$backend: the same MakeDir with the token creates the directory" test "$(curl -s -o /dev/null \
+		-w '%{http_code}' "${CH[@]}" -H "X-Access-Token: tok-$id" -H 'Content-Type: application/json' \
+		-d '{"path":"/tmp/canary"}' "$GW/filesystem.Filesystem/MakeDir")" = 200
 	expect "$backend: /envs with the token shows /init's variables" sh -c "curl -fsS ${CH[*]@Q} \
 		-H 'X-Access-Token: tok-$id' $GW/envs | grep -qF '\"FOO\":\"bar\"'"
 
+	if [ "$backend" = gvisor ]; then
+		# the agent is the sandbox's own first process, but its binary is the host's, read-only
+		local before after
+		before=$(sha256sum <"$LIBEXEC/warren-agent")
+		out=$("${CLIENT[@]}" "${H[@]}" -H "X-Access-Token: tok-$id" "$GW" run /bin/busybox sh -c \
+			'echo x >> /.warren/agent; echo "rc=$?"; echo y > /tmp/ok && echo tmp-ok')
+		expect "$backend: the sandbox cannot write the agent's binary, but can write /tmp" \
+			test "$(stdout_of <<<"$out")" = $'rc=1\ntmp-ok'
+		after=$(sha256sum <"$LIBEXEC/warren-agent")
+		expect "$backend: the host's agent binary is unchanged" test "$before" = "$after"
+		expect "$backend: the agent is the container's first process" sh -c "warrenctl exec $id -- \
+			/bin/busybox cat /proc/1/cmdline | tr '\\0' ' ' | grep -q '^/.warren/agent -- /bin/busybox httpd'"
+	fi
 	expect "$backend: the sandbox is still running" test "$(sbprop "$id" State)" = running
 	call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Destroy >/dev/null
 	wait
