@@ -37,6 +37,7 @@
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -125,6 +126,8 @@ struct conn {
 	char *out;
 	size_t out_len, out_cap, out_off;
 	uint64_t deadline; /* ms, CLOCK_MONOTONIC; 0 none */
+	uint64_t stall_until; /* C_LINGER/C_HEAD: the client has not read our answer yet */
+	int last_outq;
 };
 
 struct pipe_h {
@@ -1957,10 +1960,12 @@ conn_after_flush(struct conn *c)
 		/* wait for the client to close first, so the TIME_WAIT is its own; then RST */
 		c->state = C_LINGER;
 		c->deadline = now_ms() + LINGER_MS;
+		c->stall_until = 0;
 		return;
 	}
 	c->state = C_HEAD;
 	c->deadline = now_ms() + IDLE_MS;
+	c->stall_until = 0;
 	if (c->in_len)
 		conn_process(c);
 }
@@ -2398,8 +2403,23 @@ timers(void)
 		}
 		bool timed = c->state == C_HEAD || c->state == C_BODY || c->state == C_UPLOAD ||
 			     c->state == C_LINGER;
-		if (timed && c->deadline && now >= c->deadline)
-			conn_close(c, true); /* idle, stalled, or the client did not close */
+		if (!timed || !c->deadline || now < c->deadline)
+			continue;
+		/* An RST makes the client's kernel drop what it has not acknowledged: before one,
+		 * the answer already written must have been taken (a reader making progress gets
+		 * more time; one stalled for BODY_MS does not). */
+		int outq = 0;
+		if ((c->state == C_HEAD || c->state == C_LINGER) &&
+		    ioctl(c->h.fd, SIOCOUTQ, &outq) == 0 && outq > 0) {
+			if (!c->stall_until || outq < c->last_outq)
+				c->stall_until = now + BODY_MS;
+			c->last_outq = outq;
+			if (now < c->stall_until) {
+				c->deadline = now + 1000;
+				continue;
+			}
+		}
+		conn_close(c, true); /* idle, stalled, or the client did not close */
 	}
 }
 
