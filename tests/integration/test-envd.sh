@@ -44,6 +44,7 @@ stream_of() { python3 -c '
 import sys, base64
 sys.stdout.write(b"".join(base64.b64decode(l.split()[1]) for l in sys.stdin if l.startswith(sys.argv[1] + " ")).decode(errors="replace"))' "$1"; }
 stdout_of() { stream_of stdout; }
+lacks() { ! grep -qF -- "$1" <<<"$2"; } # lacks STRING TEXT
 stderr_of() { stream_of stderr; }
 
 check_backend() {
@@ -111,7 +112,7 @@ assert any(p["pid"] == int(sys.argv[2]) and p.get("tag") == "sleeper" and p["con
 	wait_for 20 grep -q '^end' "$T/sleep.out" || fail "$backend: the sleeper did not end"
 	expect "$backend: its end says it was killed" grep -qF '"status":"signal: killed"' "$T/sleep.out"
 	out=$(envd "$GW" unary process.Process/List '{}')
-	expect "$backend: List no longer shows it" sh -c "! grep -q '\"pid\":$spid' <<<'$out'"
+	expect "$backend: List no longer shows it" lacks "\"pid\":$spid," "$out"
 	out=$(envd "$GW" unary process.Process/SendSignal '{"process":{"pid":'"$spid"'},"signal":"SIGNAL_SIGKILL"}')
 	expect "$backend: signalling a process that is gone is not_found" grep -q not_found <<<"$out"
 
@@ -147,7 +148,8 @@ assert any(p["pid"] == int(sys.argv[2]) and p.get("tag") == "sleeper" and p["con
 	out=$(envd "$GW" unary filesystem.Filesystem/Stat '{"path":"/tmp/d1/d2/moved.bin"}')
 	expect "$backend: Stat gives its size" grep -qF "\"size\":\"$((100 << 20))\"" <<<"$out"
 	out=$(envd "$GW" unary filesystem.Filesystem/ListDir '{"path":"/tmp/d1","depth":1}')
-	expect "$backend: ListDir depth 1 shows d2 only" sh -c "grep -q '/tmp/d1/d2\"' <<<'$out' && ! grep -q moved.bin <<<'$out'"
+	expect "$backend: ListDir depth 1 shows d2" grep -qF '"path":"/tmp/d1/d2"' <<<"$out"
+	expect "$backend: but not what is in it" lacks moved.bin "$out"
 	out=$(envd "$GW" unary filesystem.Filesystem/ListDir '{"path":"/tmp/d1","depth":2}')
 	expect "$backend: ListDir depth 2 reaches the file" grep -q moved.bin <<<"$out"
 	out=$(envd "$GW" unary filesystem.Filesystem/Remove '{"path":"/tmp/d1"}')
