@@ -11,12 +11,12 @@
 #include <sys/types.h>
 
 #define ENVD_PORT 49983
-#define ENVD_MAX_BODY (4u << 20)   /* a unary request or one envelope, JSON */
-#define ENVD_MAX_ARGS 4096         /* argv entries of a process */
-#define ENVD_MAX_ENVS 4096         /* env vars of a process or of /init */
-#define ENVD_MAX_STR 65536         /* one string of a request (a path, a tag, an env var) */
-#define ENVD_MAX_PART_HEAD 8192    /* the headers of one multipart part */
-#define ENVD_MAX_BOUNDARY 70       /* RFC 2046 */
+#define ENVD_MAX_BODY (4u << 20) /* a unary request or one envelope, JSON */
+#define ENVD_MAX_ARGS 4096	 /* argv entries of a process */
+#define ENVD_MAX_ENVS 4096	 /* env vars of a process or of /init */
+#define ENVD_MAX_STR 65536	 /* one string of a request (a path, a tag, an env var) */
+#define ENVD_MAX_PART_HEAD 8192	 /* the headers of one multipart part */
+#define ENVD_MAX_BOUNDARY 70	 /* RFC 2046 */
 
 /* Connect codes, with the HTTP status a unary error carries. */
 enum envd_code {

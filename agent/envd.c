@@ -24,6 +24,7 @@
 #include <grp.h>
 #include <jansson.h>
 #include <limits.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -37,7 +38,6 @@
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
-#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -48,21 +48,21 @@
 
 #define MAX_CONNS 256
 #define MAX_PROCS 512
-#define MAX_SUBS 8               /* streams attached to one process */
+#define MAX_SUBS 8 /* streams attached to one process */
 #define MAX_WATCHERS 64
-#define MAX_WATCHES 4096         /* directories one recursive watcher follows */
-#define MAX_QUEUED_EVENTS 4096   /* events a CreateWatcher holds until GetWatcherEvents */
+#define MAX_WATCHES 4096       /* directories one recursive watcher follows */
+#define MAX_QUEUED_EVENTS 4096 /* events a CreateWatcher holds until GetWatcherEvents */
 #define MAX_LIST_ENTRIES 100000
 #define IN_SIZE (HTTP_MAX_HEAD + 65536)
 #define MP_SIZE (65536 + 128)
-#define OUT_HIGH (1u << 20)      /* a stream or download stops producing above this */
+#define OUT_HIGH (1u << 20) /* a stream or download stops producing above this */
 #define OUT_LOW (256u << 10)
 #define READ_CHUNK 65536
-#define IDLE_MS 15000            /* a keep-alive connection without a request */
+#define IDLE_MS 15000 /* a keep-alive connection without a request */
 #define HEAD_MS 10000
-#define BODY_MS 60000            /* no progress on a request body */
-#define LINGER_MS 2000           /* waiting for the client's close after "Connection: close" */
-#define KEEPALIVE_MS 30000       /* stream keepalive events (the gateway cuts 120 s of silence) */
+#define BODY_MS 60000	   /* no progress on a request body */
+#define LINGER_MS 2000	   /* waiting for the client's close after "Connection: close" */
+#define KEEPALIVE_MS 30000 /* stream keepalive events (the gateway cuts 120 s of silence) */
 
 struct handler {
 	int fd;
@@ -125,7 +125,7 @@ struct conn {
 	/* the answer */
 	char *out;
 	size_t out_len, out_cap, out_off;
-	uint64_t deadline; /* ms, CLOCK_MONOTONIC; 0 none */
+	uint64_t deadline;    /* ms, CLOCK_MONOTONIC; 0 none */
 	uint64_t stall_until; /* C_LINGER/C_HEAD: the client has not read our answer yet */
 	int last_outq;
 };
@@ -141,7 +141,7 @@ struct proc {
 	pid_t pid;
 	char *tag;
 	json_t *config; /* ProcessConfig as given, for List */
-	int in_fd;      /* stdin pipe or the PTY master; -1 closed */
+	int in_fd;	/* stdin pipe or the PTY master; -1 closed */
 	struct pipe_h out, err;
 	bool pty;
 	struct conn *subs[MAX_SUBS];
@@ -158,10 +158,10 @@ struct watcher {
 	struct {
 		int wd;
 		char *rel;
-	} *wds;
+	} * wds;
 	size_t n_wds;
 	struct conn *sub; /* WatchDir's stream; NULL for CreateWatcher */
-	json_t *queue;    /* CreateWatcher: events until GetWatcherEvents */
+	json_t *queue;	  /* CreateWatcher: events until GetWatcherEvents */
 	bool overflowed;
 };
 
@@ -290,7 +290,11 @@ jstr(const char *s)
 	if (!t)
 		return json_string("");
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		int len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+		int len = *p < 0x80	    ? 1
+			  : (*p >> 5) == 6  ? 2
+			  : (*p >> 4) == 14 ? 3
+			  : (*p >> 3) == 30 ? 4
+					    : 0;
 		bool ok = len > 0;
 		for (int i = 1; ok && i < len; i++)
 			ok = (p[i] & 0xc0) == 0x80;
@@ -314,23 +318,40 @@ static const char *
 status_text(int s)
 {
 	switch (s) {
-	case 200: return "OK";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 412: return "Precondition Failed";
-	case 413: return "Content Too Large";
-	case 415: return "Unsupported Media Type";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 503: return "Service Unavailable";
-	case 507: return "Insufficient Storage";
-	default: return s >= 500 ? "Internal Server Error" : "Error";
+	case 200:
+		return "OK";
+	case 204:
+		return "No Content";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 412:
+		return "Precondition Failed";
+	case 413:
+		return "Content Too Large";
+	case 415:
+		return "Unsupported Media Type";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 503:
+		return "Service Unavailable";
+	case 507:
+		return "Insufficient Storage";
+	default:
+		return s >= 500 ? "Internal Server Error" : "Error";
 	}
 }
 
@@ -387,7 +408,8 @@ rpc_error(struct conn *c, enum envd_code code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	json_t *err = json_pack("{s:s,s:o}", "code", envd_code_to_string(code), "message", jstr(msg));
+	json_t *err =
+	    json_pack("{s:s,s:o}", "code", envd_code_to_string(code), "message", jstr(msg));
 	if (!c->enveloped) {
 		respond_json(c, envd_code_http_status(code), err);
 		return;
@@ -421,8 +443,9 @@ stream_begin(struct conn *c, enum stream_kind kind)
 	c->state = C_STREAM;
 	c->stream = kind;
 	c->next_keepalive = now_ms() + c->keepalive_ms;
-	out_printf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/connect+json\r\n"
-		      "Transfer-Encoding: chunked\r\n%s\r\n",
+	out_printf(c,
+		   "HTTP/1.1 200 OK\r\nContent-Type: application/connect+json\r\n"
+		   "Transfer-Encoding: chunked\r\n%s\r\n",
 		   c->keep_alive ? "" : "Connection: close\r\n");
 }
 
@@ -510,8 +533,8 @@ static int
 conn_user(struct conn *c, const char *explicit_name, struct user *u)
 {
 	const char *name = explicit_name && explicit_name[0] ? explicit_name
-			   : c->auth_user[0]			  ? c->auth_user
-								  : NULL;
+			   : c->auth_user[0]		     ? c->auth_user
+							     : NULL;
 	if (name)
 		return user_lookup(name, u);
 	if (user_lookup(default_user, u) == 0)
@@ -593,8 +616,13 @@ rm_tree_at(int dfd, const char *name, int depth)
 static void
 perm_string(mode_t m, char out[11])
 {
-	out[0] = S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'L' : S_ISFIFO(m) ? 'p' : S_ISSOCK(m) ? 'S'
-		 : S_ISCHR(m) ? 'c' : S_ISBLK(m) ? 'D' : '-';
+	out[0] = S_ISDIR(m)    ? 'd'
+		 : S_ISLNK(m)  ? 'L'
+		 : S_ISFIFO(m) ? 'p'
+		 : S_ISSOCK(m) ? 'S'
+		 : S_ISCHR(m)  ? 'c'
+		 : S_ISBLK(m)  ? 'D'
+			       : '-';
 	const char *rwx = "rwxrwxrwx";
 	for (int i = 0; i < 9; i++)
 		out[1 + i] = (m & (1 << (8 - i))) ? rwx[i] : '-';
@@ -908,8 +936,8 @@ setenv_vec(char ***env, size_t *n, const char *k, const char *v)
 /* The child's side of Start: runs between fork and exec; reports a failure on the status
  * pipe as an errno. */
 static void __attribute__((noreturn))
-child_exec(const struct envd_request *q, const struct user *u, const char *cwd, char **env,
-	   int in, int out, int err, const char *pts, int status_fd)
+child_exec(const struct envd_request *q, const struct user *u, const char *cwd, char **env, int in,
+	   int out, int err, const char *pts, int status_fd)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -922,7 +950,8 @@ child_exec(const struct envd_request *q, const struct user *u, const char *cwd, 
 		if (t < 0)
 			goto fail;
 		ioctl(t, TIOCSCTTY, 0);
-		struct winsize ws = {.ws_row = (unsigned short)q->rows, .ws_col = (unsigned short)q->cols};
+		struct winsize ws = {.ws_row = (unsigned short)q->rows,
+				     .ws_col = (unsigned short)q->cols};
 		ioctl(t, TIOCSWINSZ, &ws);
 		in = out = err = t;
 	}
@@ -1088,7 +1117,8 @@ proc_start(struct conn *c, struct envd_request *q)
 	p->pid = pid;
 	p->tag = q->tag ? strdup(q->tag) : NULL;
 	p->pty = q->has_pty;
-	p->out = (struct pipe_h){{q->has_pty ? master : out[0], pipe_cb}, p, q->has_pty ? "pty" : "stdout"};
+	p->out = (struct pipe_h){
+	    {q->has_pty ? master : out[0], pipe_cb}, p, q->has_pty ? "pty" : "stdout"};
 	p->err = (struct pipe_h){{q->has_pty ? -1 : err[0], pipe_cb}, p, "stderr"};
 	p->in_fd = q->has_pty ? fcntl(master, F_DUPFD_CLOEXEC, 3) : in[1];
 	json_t *args = json_array(), *envs = json_object();
@@ -1216,7 +1246,8 @@ watcher_cb(struct handler *h, uint32_t events)
 			continue;
 		char name[PATH_MAX];
 		snprintf(name, sizeof name, "%s%s%s", rel, rel[0] ? "/" : "", ev->name);
-		if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+		if (w->recursive && (ev->mask & IN_ISDIR) &&
+		    (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
 			/* follow the new directory too */
 			char abs[PATH_MAX * 2];
 			snprintf(abs, sizeof abs, "%s/%s", w->root, name);
@@ -1354,18 +1385,20 @@ handle_rpc(struct conn *c, const char *json, size_t len)
 			break;
 		}
 		if (!proc_subscribe(p, c)) {
-			rpc_error(c, ENVD_RESOURCE_EXHAUSTED, "%d streams follow it already", MAX_SUBS);
+			rpc_error(c, ENVD_RESOURCE_EXHAUSTED, "%d streams follow it already",
+				  MAX_SUBS);
 			break;
 		}
 		stream_begin(c, ST_PROC);
-		stream_json(c, json_pack("{s:{s:{s:I}}}", "event", "start", "pid", (json_int_t)p->pid));
+		stream_json(
+		    c, json_pack("{s:{s:{s:I}}}", "event", "start", "pid", (json_int_t)p->pid));
 		conn_flush(c);
 		break;
 	case ENVD_R_P_LIST: {
 		json_t *arr = json_array();
 		for (p = procs; p; p = p->next) {
-			json_t *pi = json_pack("{s:O,s:I}", "config", p->config, "pid",
-					       (json_int_t)p->pid);
+			json_t *pi =
+			    json_pack("{s:O,s:I}", "config", p->config, "pid", (json_int_t)p->pid);
 			if (p->tag)
 				json_object_set_new(pi, "tag", jstr(p->tag));
 			json_array_append_new(arr, pi);
@@ -1380,7 +1413,8 @@ handle_rpc(struct conn *c, const char *json, size_t len)
 		else if (!q.has_pty || !p->pty)
 			rpc_error(c, ENVD_FAILED_PRECONDITION, "only a PTY can be resized");
 		else {
-			struct winsize ws = {.ws_row = (unsigned short)q.rows, .ws_col = (unsigned short)q.cols};
+			struct winsize ws = {.ws_row = (unsigned short)q.rows,
+					     .ws_col = (unsigned short)q.cols};
 			if (ioctl(p->in_fd, TIOCSWINSZ, &ws) < 0)
 				rpc_error(c, ENVD_INTERNAL, "resize: %s", strerror(errno));
 			else
@@ -1443,7 +1477,8 @@ handle_rpc(struct conn *c, const char *json, size_t len)
 		if (c->route == ENVD_R_F_STAT) {
 			e = entry_info(path, &err);
 			if (!e)
-				rpc_error(c, envd_code_from_errno(err), "%s: %s", path, strerror(-err));
+				rpc_error(c, envd_code_from_errno(err), "%s: %s", path,
+					  strerror(-err));
 			else
 				respond_json(c, 200, json_pack("{s:o}", "entry", e));
 		} else if (c->route == ENVD_R_F_MAKE_DIR) {
@@ -1472,7 +1507,8 @@ handle_rpc(struct conn *c, const char *json, size_t len)
 		} else if (c->route == ENVD_R_F_LIST_DIR) {
 			struct stat st;
 			if (stat(path, &st) < 0) {
-				rpc_error(c, envd_code_from_errno(errno), "%s: %s", path, strerror(errno));
+				rpc_error(c, envd_code_from_errno(errno), "%s: %s", path,
+					  strerror(errno));
 				break;
 			}
 			if (!S_ISDIR(st.st_mode)) {
@@ -1483,7 +1519,9 @@ handle_rpc(struct conn *c, const char *json, size_t len)
 			r = list_dir(path, q.depth ? q.depth : 1, arr);
 			if (r < 0) {
 				json_decref(arr);
-				rpc_error(c, r == -E2BIG ? ENVD_RESOURCE_EXHAUSTED : envd_code_from_errno(r),
+				rpc_error(c,
+					  r == -E2BIG ? ENVD_RESOURCE_EXHAUSTED
+						      : envd_code_from_errno(r),
 					  "list %s: %s", path,
 					  r == -E2BIG ? "too many entries" : strerror(-r));
 			} else
@@ -1491,7 +1529,8 @@ handle_rpc(struct conn *c, const char *json, size_t len)
 		} else {
 			r = rm_tree_at(AT_FDCWD, path, 0);
 			if (r < 0)
-				rpc_error(c, envd_code_from_errno(r), "remove %s: %s", path, strerror(-r));
+				rpc_error(c, envd_code_from_errno(r), "remove %s: %s", path,
+					  strerror(-r));
 			else
 				respond(c, 200, "application/json", "{}", 2);
 		}
@@ -1564,8 +1603,8 @@ handle_stream_input(struct conn *c)
 		}
 		struct envd_request q;
 		char why[256];
-		enum envd_code code = envd_request_decode(ENVD_R_P_STREAM_INPUT, c->body + off + 5, n,
-							  &q, why, sizeof why);
+		enum envd_code code = envd_request_decode(ENVD_R_P_STREAM_INPUT, c->body + off + 5,
+							  n, &q, why, sizeof why);
 		off += (size_t)k;
 		if (code) {
 			envd_request_free(&q);
@@ -1579,7 +1618,8 @@ handle_stream_input(struct conn *c)
 			int r = !started || !p ? -ESRCH : proc_write_input(p, q.input, q.input_len);
 			if (r < 0) {
 				envd_request_free(&q);
-				rpc_error(c, r == -ESRCH ? ENVD_NOT_FOUND : ENVD_INTERNAL, "stdin: %s",
+				rpc_error(c, r == -ESRCH ? ENVD_NOT_FOUND : ENVD_INTERNAL,
+					  "stdin: %s",
 					  r == -ESRCH ? "no such process" : strerror(-r));
 				return;
 			}
@@ -1596,8 +1636,8 @@ handle_init(struct conn *c)
 {
 	struct envd_request q;
 	char why[256];
-	enum envd_code code = envd_request_decode(ENVD_R_INIT, c->body, c->body_len, &q, why,
-						  sizeof why);
+	enum envd_code code =
+	    envd_request_decode(ENVD_R_INIT, c->body, c->body_len, &q, why, sizeof why);
 	if (code) {
 		envd_request_free(&q);
 		respond_rest_error(c, 400, "%s", why);
@@ -1617,7 +1657,8 @@ handle_init(struct conn *c)
 		if (envd_parse_rfc3339(q.timestamp, &sec, &nsec) == 0) {
 			struct timespec now, ts = {.tv_sec = (time_t)sec, .tv_nsec = nsec};
 			clock_gettime(CLOCK_REALTIME, &now);
-			/* a restored sandbox's clock stood still: set it when it is off by > 50 ms */
+			/* a restored sandbox's clock stood still: set it when it is off by > 50 ms
+			 */
 			if (llabs((long long)(now.tv_sec - ts.tv_sec) * 1000 +
 				  (now.tv_nsec - ts.tv_nsec) / 1000000) > 50)
 				clock_settime(CLOCK_REALTIME, &ts);
@@ -1648,8 +1689,8 @@ handle_metrics(struct conn *c)
 		total += v[i];
 	idle = v[3] + v[4];
 	double pct = total > last_total
-			     ? 100.0 * (1.0 - (double)(idle - last_idle) / (double)(total - last_total))
-			     : 0;
+			 ? 100.0 * (1.0 - (double)(idle - last_idle) / (double)(total - last_total))
+			 : 0;
 	last_total = total;
 	last_idle = idle;
 	struct sysinfo si;
@@ -1666,10 +1707,11 @@ handle_metrics(struct conn *c)
 	clock_gettime(CLOCK_REALTIME, &now);
 	respond_json(c, 200,
 		     json_pack("{s:I,s:I,s:f,s:I,s:I,s:I,s:I}", "ts", (json_int_t)now.tv_sec,
-			       "cpu_count", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "cpu_used_pct",
-			       pct < 0 ? 0.0 : pct, "mem_total", (json_int_t)mem_total, "mem_used",
-			       (json_int_t)(mem_total - mem_free), "disk_used", (json_int_t)disk_used,
-			       "disk_total", (json_int_t)disk_total));
+			       "cpu_count", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN),
+			       "cpu_used_pct", pct < 0 ? 0.0 : pct, "mem_total",
+			       (json_int_t)mem_total, "mem_used",
+			       (json_int_t)(mem_total - mem_free), "disk_used",
+			       (json_int_t)disk_used, "disk_total", (json_int_t)disk_total));
 }
 
 static void
@@ -1711,11 +1753,13 @@ handle_download(struct conn *c)
 	char safe[256];
 	size_t o = 0;
 	for (const char *p = name; *p && o + 1 < sizeof safe; p++)
-		safe[o++] = (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 || *p == 0x7f) ? '_' : *p;
+		safe[o++] =
+		    (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 || *p == 0x7f) ? '_' : *p;
 	safe[o] = 0;
-	out_printf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
-		      "Content-Disposition: attachment; filename=\"%s\"\r\n"
-		      "Content-Length: %lld\r\n%s\r\n",
+	out_printf(c,
+		   "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+		   "Content-Disposition: attachment; filename=\"%s\"\r\n"
+		   "Content-Length: %lld\r\n%s\r\n",
 		   safe, (long long)st.st_size, c->keep_alive ? "" : "Connection: close\r\n");
 	if (c->head_method || st.st_size == 0) {
 		close(fd);
@@ -1736,7 +1780,8 @@ download_more(struct conn *c)
 {
 	static char buf[READ_CHUNK];
 	while (c->dl_fd >= 0 && out_pending(c) < OUT_LOW && c->dl_left) {
-		ssize_t k = read(c->dl_fd, buf, c->dl_left < sizeof buf ? (size_t)c->dl_left : sizeof buf);
+		ssize_t k =
+		    read(c->dl_fd, buf, c->dl_left < sizeof buf ? (size_t)c->dl_left : sizeof buf);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -1794,8 +1839,8 @@ up_part_begin(struct envd_multipart *m, void *ud)
 	}
 	const char *slash = strrchr(abs, '/');
 	json_array_append_new(c->up_entries,
-			      json_pack("{s:o,s:s,s:o}", "name", jstr(slash ? slash + 1 : abs), "type",
-					"file", "path", jstr(abs)));
+			      json_pack("{s:o,s:s,s:o}", "name", jstr(slash ? slash + 1 : abs),
+					"type", "file", "path", jstr(abs)));
 	return 0;
 }
 
@@ -2023,10 +2068,11 @@ request_ready(struct conn *c)
 		if (c->enveloped) {
 			uint8_t flags = 0;
 			size_t n = 0;
-			ssize_t k = envd_envelope_parse((uint8_t *)c->body, c->body_len, ENVD_MAX_BODY,
-							&flags, &n);
+			ssize_t k = envd_envelope_parse((uint8_t *)c->body, c->body_len,
+							ENVD_MAX_BODY, &flags, &n);
 			if (k <= 0 || (flags & ENVD_ENVELOPE_COMPRESSED)) {
-				rpc_error(c, ENVD_INVALID_ARGUMENT, "expected one uncompressed envelope");
+				rpc_error(c, ENVD_INVALID_ARGUMENT,
+					  "expected one uncompressed envelope");
 				return;
 			}
 			msg = c->body + 5;
@@ -2053,7 +2099,8 @@ conn_body(struct conn *c)
 			ssize_t k = envd_multipart_feed(c->mp, c->mpbuf, c->mp_len, c->body_done,
 							&up_sink, c);
 			if (k < 0) {
-				/* the rest of a bad body is not read: the connection closes after */
+				/* the rest of a bad body is not read: the connection closes after
+				 */
 				c->body_done = false;
 				upload_finish(c, false);
 				return;
@@ -2072,8 +2119,8 @@ conn_body(struct conn *c)
 	size_t cap = ENVD_MAX_BODY + 5;
 	if (!c->body) {
 		c->body_cap = c->body_kind == HTTP_BODY_LENGTH && c->body_left < cap
-				      ? (size_t)c->body_left + 1
-				      : 65536;
+				  ? (size_t)c->body_left + 1
+				  : 65536;
 		c->body = malloc(c->body_cap);
 		if (!c->body) {
 			conn_close(c, true);
@@ -2104,7 +2151,8 @@ conn_body(struct conn *c)
 		if (c->body_len >= cap) {
 			c->keep_alive = false;
 			c->body_done = false;
-			rpc_error(c, ENVD_RESOURCE_EXHAUSTED, "request body over %u bytes", ENVD_MAX_BODY);
+			rpc_error(c, ENVD_RESOURCE_EXHAUSTED, "request body over %u bytes",
+				  ENVD_MAX_BODY);
 			return;
 		}
 		if (!got)
@@ -2241,7 +2289,8 @@ conn_head(struct conn *c)
 		if ((streams && !cjson) || (!streams && !json)) {
 			c->keep_alive = c->keep_alive && !body_unread;
 			respond_rest_error(c, 415, "this agent speaks Connect with %s",
-					   streams ? "application/connect+json" : "application/json");
+					   streams ? "application/connect+json"
+						   : "application/json");
 			return;
 		}
 		c->enveloped = cjson;

@@ -14,8 +14,8 @@
  * Checked: every count stays within the bytes given; a decoded request's strings and vectors are
  * within their bounds; multipart hands out no more data than came in, and all of it when the
  * body is complete; base64 round-trips. */
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,12 +23,12 @@
 #include "http-parse.h"
 
 /* not assert(): the fuzz build may define NDEBUG */
-#define CHECK(x)                                                                                 \
-	do {                                                                                     \
-		if (!(x)) {                                                                      \
-			fprintf(stderr, "check failed: %s (line %d)\n", #x, __LINE__);          \
-			abort();                                                                 \
-		}                                                                                \
+#define CHECK(x)                                                                                   \
+	do {                                                                                       \
+		if (!(x)) {                                                                        \
+			fprintf(stderr, "check failed: %s (line %d)\n", #x, __LINE__);             \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static void
