@@ -1,11 +1,12 @@
 /* Unit tests of the agent's envd API parsing (agent/envd-proto.c): what the wire looks like
  * (routes, envelopes, chunked bodies, multipart split anywhere, query strings, base64, the
  * JSON requests and their bounds, RFC 3339). */
-/* clang-format off: cmocka needs these first */
-#include <cmocka.h>
+/* cmocka needs these first */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <cmocka.h>
 /* clang-format on */
 #include <errno.h>
 #include <stdio.h>
