@@ -212,8 +212,10 @@ assert any(p["pid"] == int(sys.argv[2]) and p.get("tag") == "sleeper" and p["con
 			/bin/busybox cat /proc/1/cmdline | tr '\\0' ' ' | grep -q '^/.warren/agent -- /bin/busybox httpd'"
 	fi
 	expect "$backend: the sandbox is still running" test "$(sbprop "$id" State)" = running
+	# the stream clients still open (the watch) end with the sandbox: stop them first
+	kill $(jobs -p) 2>/dev/null || true
+	wait 2>/dev/null || true
 	call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Destroy >/dev/null
-	wait
 }
 
 check_backend gvisor
