@@ -49,6 +49,7 @@ stderr_of() { stream_of stderr; }
 
 check_backend() {
 	local backend=$1 id out
+	BG=()
 	out=$(mgr CreateSandbox sa{sv} big 3 wait b true backend s "$backend" start_timeout_ms u 90000 2>&1) ||
 		fail "$backend: CreateSandbox: $out"
 	id=$(awk '{print $2}' <<<"$out" | tr -d '"')
@@ -85,6 +86,7 @@ check_backend() {
 	# stdin: a cat with its stdin open, fed and then closed
 	envd "$GW" stream process.Process/Start \
 		'{"process":{"cmd":"/bin/busybox","args":["cat"]},"stdin":true,"tag":"cat1"}' >"$T/cat.out" &
+	BG+=($!)
 	wait_for 20 grep -q '"start"' "$T/cat.out" || fail "$backend: cat did not start"
 	out=$(envd "$GW" unary process.Process/SendInput \
 		"{\"process\":{\"tag\":\"cat1\"},\"input\":{\"stdin\":\"$(B64 'hello stdin')\"}}")
@@ -99,6 +101,7 @@ check_backend() {
 	# kill: a sleeper, listed, signalled, gone
 	envd "$GW" stream process.Process/Start \
 		'{"process":{"cmd":"/bin/busybox","args":["sleep","1000"]},"tag":"sleeper"}' >"$T/sleep.out" &
+	BG+=($!)
 	wait_for 20 grep -q '"start"' "$T/sleep.out" || fail "$backend: sleep did not start"
 	local spid
 	spid=$(grep -o '"pid":[0-9]*' "$T/sleep.out" | head -1 | cut -d: -f2)
@@ -118,6 +121,7 @@ assert any(p["pid"] == int(sys.argv[2]) and p.get("tag") == "sleeper" and p["con
 
 	# PTY: its size, then a resize while it runs
 	envd "$GW" stream process.Process/Start '{"process":{"cmd":"/bin/busybox","args":["sh","-c","stty size; sleep 2; stty size"]},"pty":{"size":{"cols":100,"rows":30}},"tag":"tty1"}' >"$T/pty.out" &
+	BG+=($!)
 	wait_for 20 grep -q '"start"' "$T/pty.out" || fail "$backend: pty process did not start"
 	out=$(envd "$GW" unary process.Process/Update '{"process":{"tag":"tty1"},"pty":{"size":{"cols":120,"rows":40}}}')
 	expect "$backend: Update (resize) is accepted ($out)" test "$(head -1 <<<"$out")" = 200
@@ -164,6 +168,7 @@ assert any(p["pid"] == int(sys.argv[2]) and p.get("tag") == "sleeper" and p["con
 	wid=$(grep -o '"watcherId":"[0-9a-f]*"' <<<"$out" | cut -d'"' -f4)
 	expect "$backend: CreateWatcher gives an id ($out)" test -n "$wid"
 	envd "$GW" stream filesystem.Filesystem/WatchDir '{"path":"/tmp/w"}' >"$T/watch.out" &
+	BG+=($!)
 	wait_for 20 grep -q '"start"' "$T/watch.out" || fail "$backend: WatchDir did not start"
 	envd "$GW" run /bin/busybox sh -c 'echo x > /tmp/w/new.txt' >/dev/null
 	wait_for 20 grep -q 'new.txt' "$T/watch.out" || fail "$backend: no watch event: $(cat "$T/watch.out")"
@@ -212,9 +217,10 @@ assert any(p["pid"] == int(sys.argv[2]) and p.get("tag") == "sleeper" and p["con
 			/bin/busybox cat /proc/1/cmdline | tr '\\0' ' ' | grep -q '^/.warren/agent -- /bin/busybox httpd'"
 	fi
 	expect "$backend: the sandbox is still running" test "$(sbprop "$id" State)" = running
-	# the stream clients still open (the watch) end with the sandbox: stop them first
-	kill $(jobs -p) 2>/dev/null || true
-	wait 2>/dev/null || true
+	# the stream clients still open (the watch) end with the sandbox: stop them first (only
+	# them: the daemons are this shell's background jobs too)
+	kill "${BG[@]}" 2>/dev/null || true
+	wait "${BG[@]}" 2>/dev/null || true
 	call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Destroy >/dev/null
 }
 
