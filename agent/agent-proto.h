@@ -19,6 +19,9 @@
 #define AGENT_PROTO_PORT_NAME "org.warren.agent"
 /* the vsock port it listens on for VMMs without virtio-serial (Firecracker) */
 #define AGENT_PROTO_VSOCK_PORT 1024
+/* the agent's envd API (agent/envd.c), forwarded by the VMM beside the template's port */
+#define AGENT_PROTO_ENVD_PORT 49983
+#define AGENT_PROTO_ENVD_PORT_S "49983"
 /* the most argv bytes an exec request may carry */
 #define AGENT_PROTO_MAX_EXEC (64 * 1024)
 

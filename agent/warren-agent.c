@@ -51,6 +51,8 @@
 #include <linux/vm_sockets.h>
 
 #include "agent-proto.h"
+#include "envd-proto.h"
+#include "envd.h"
 
 #define INNER_ADDR "10.0.2.15"
 #define INNER_GW "10.0.2.2"
@@ -167,6 +169,11 @@ mount_basics(void)
 	mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
 	mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
 	mkdir("/run/warren", 0755);
+	/* PTYs of the envd API (posix_openpt) */
+	mkdir("/dev/pts", 0755);
+	mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
+	if (access("/dev/ptmx", F_OK) < 0 && symlink("pts/ptmx", "/dev/ptmx") < 0)
+		say("no /dev/ptmx: %s\n", strerror(errno));
 }
 
 static int
@@ -330,8 +337,10 @@ reap(void)
 	int status;
 	pid_t pid;
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (pid != app_pid)
+		if (pid != app_pid) {
+			envd_child_exited(pid, status);
 			continue;
+		}
 		if (WIFEXITED(status))
 			say("program exited with status %d\n", WEXITSTATUS(status));
 		else
@@ -440,7 +449,7 @@ vsock_listen(void)
 /* Serve the host: on the virtio-serial port (port, listener < 0), or on connections accepted
  * from listener (vsock; one at a time, the newest wins). */
 static void
-serve(int port, int listener)
+serve(int port, int listener, int envd_fd)
 {
 	static char buf[AGENT_PROTO_MAX_EXEC + 4096];
 	size_t have = 0;
@@ -461,10 +470,14 @@ serve(int port, int listener)
 	}
 	bool host = !vsock;
 	for (;;) {
-		struct pollfd pfd[3] = {
-			{sfd, POLLIN, 0}, {listener, POLLIN, 0}, {host ? port : -1, POLLIN, 0}};
-		if (poll(pfd, 3, -1) < 0)
+		struct pollfd pfd[4] = {{sfd, POLLIN, 0},
+					{listener, POLLIN, 0},
+					{host ? port : -1, POLLIN, 0},
+					{envd_fd, POLLIN, 0}};
+		if (poll(pfd, 4, envd_fd >= 0 ? envd_timeout_ms() : -1) < 0)
 			continue;
+		if (envd_fd >= 0)
+			envd_run();
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof si) == sizeof si)
@@ -502,9 +515,69 @@ serve(int port, int listener)
 	}
 }
 
-int
-main(void)
+/* In a gVisor sandbox the agent is the container's first process (the spawner bind-mounts it
+ * read-only at /.warren/agent and runs `/.warren/agent -- <program...>`): it starts the
+ * template's program as its child with its own stdio and environment, serves the envd API,
+ * reaps every orphan, passes termination signals on, and exits as the program does, so the
+ * sandbox ends when its program ends, as before. */
+static int
+container_main(char **argv)
 {
+	sigset_t set;
+	sigemptyset(&set);
+	int fwd[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	sigaddset(&set, SIGCHLD);
+	for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+		sigaddset(&set, fwd[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	app_pid = fork();
+	if (app_pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(argv[0], argv);
+		fprintf(stderr, "warren-agent: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (app_pid < 0) {
+		fprintf(stderr, "warren-agent: fork: %s\n", strerror(errno));
+		return 127;
+	}
+	extern char **environ;
+	int envd_fd = envd_init(ENVD_PORT, environ);
+	if (envd_fd < 0)
+		fprintf(stderr, "warren-agent: envd API on port %d: %s\n", ENVD_PORT,
+			strerror(-envd_fd));
+	for (;;) {
+		struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {envd_fd, POLLIN, 0}};
+		if (poll(pfd, 2, envd_fd >= 0 ? envd_timeout_ms() : -1) < 0 && errno != EINTR)
+			return 127;
+		struct signalfd_siginfo si;
+		while (read(sfd, &si, sizeof si) == sizeof si) {
+			if (si.ssi_signo == SIGCHLD)
+				continue;
+			kill(app_pid, (int)si.ssi_signo); /* the program decides */
+		}
+		int status;
+		pid_t pid;
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (pid == app_pid)
+				return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			envd_child_exited(pid, status);
+		}
+		if (envd_fd >= 0)
+			envd_run();
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "--"))
+		return container_main(argv + 2);
 	if (getpid() != 1) {
 		fprintf(stderr, "warren-agent runs as PID 1 of a Warren microVM\n");
 		return 1;
@@ -531,9 +604,9 @@ main(void)
 		}
 		mount_basics();
 	}
-	char **argv = cmdline_vector(cmdline, "warren.argv");
+	char **prog = cmdline_vector(cmdline, "warren.argv");
 	char **env = cmdline_vector(cmdline, "warren.env");
-	if (!argv || !argv[0]) {
+	if (!prog || !prog[0]) {
 		say("no warren.argv= on the kernel command line\n");
 		vm_end();
 	}
@@ -546,7 +619,7 @@ main(void)
 				close(fd);
 		}
 	int console = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
-	app_pid = start_program(argv, env, console, console);
+	app_pid = start_program(prog, env, console, console);
 	if (console >= 0)
 		close(console);
 	if (!disk)
@@ -566,7 +639,11 @@ main(void)
 			pause();
 		}
 	}
+	/* E2B's envd API (envd.c) on its port, for the gateway's header routing */
+	int envd_fd = envd_init(ENVD_PORT, env);
+	if (envd_fd < 0)
+		say("envd API on port %d: %s\n", ENVD_PORT, strerror(-envd_fd));
 	say("ready\n");
-	serve(port, listener);
+	serve(port, listener, envd_fd);
 	return 0;
 }

@@ -49,6 +49,7 @@ struct conn {
 	struct bufferevent *client, *up;
 	enum conn_state state;
 	char route_id[SANDBOX_ID_LEN + 1]; /* the route of the exchange (and of up) */
+	uint16_t port; /* E2b-Sandbox-Port of the exchange (and of up); 0: the route's own */
 	char *head;                        /* rewritten request head waiting for upstream */
 	size_t head_len;
 	bool head_is_head_method, req_keep_alive, req_upgrade;
@@ -223,7 +224,7 @@ send_error(struct conn *c, int status, const char *fmt, ...)
 	static const struct {
 		int code;
 		const char *text;
-	} texts[] = {{400, "Bad Request"},	       {404, "Not Found"},
+	} texts[] = {{400, "Bad Request"},	       {403, "Forbidden"},	       {404, "Not Found"},
 		     {408, "Request Timeout"},	       {431, "Request Header Fields Too Large"},
 		     {502, "Bad Gateway"},	       {503, "Service Unavailable"},
 		     {504, "Gateway Timeout"}};
@@ -564,7 +565,10 @@ try_upstream(struct conn *c)
 		bev_timeouts(c->up, 0, 100);
 	} else
 		bev_timeouts(c->up, 0, c->g->lim.body_timeout_ms); /* connect timeout */
-	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&r->sa, sizeof r->sa) < 0) {
+	struct sockaddr_in sa = r->sa;
+	if (c->port)
+		sa.sin_port = htons(c->port);
+	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&sa, sizeof sa) < 0) {
 		close_upstream(c);
 		hold(c);
 	}
@@ -597,6 +601,44 @@ proxy_route_changed(struct gateway *g, struct route *r)
 			close_upstream(c);
 		}
 	}
+}
+
+/* E2B's routing headers (E2b-Sandbox-Id, E2b-Sandbox-Port: what the e2b SDK sends to one
+ * E2B_SANDBOX_URL): 1 and the id and port when both are there, once each and well formed; 0 when
+ * neither is; -EBADMSG otherwise. */
+static int
+request_e2b_route(const struct http_head *h, char id[SANDBOX_ID_LEN + 1], uint16_t *port)
+{
+	const struct http_header *hid = NULL, *hport = NULL;
+	for (size_t i = 0; i < h->n_headers; i++) {
+		const struct http_header *hd = &h->headers[i];
+		if (http_header_is(hd, "E2b-Sandbox-Id")) {
+			if (hid)
+				return -EBADMSG;
+			hid = hd;
+		} else if (http_header_is(hd, "E2b-Sandbox-Port")) {
+			if (hport)
+				return -EBADMSG;
+			hport = hd;
+		}
+	}
+	if (!hid && !hport)
+		return 0;
+	if (!hid || !hport || hid->value_len != SANDBOX_ID_LEN || hport->value_len == 0 ||
+	    hport->value_len > 5)
+		return -EBADMSG;
+	unsigned p = 0;
+	for (size_t i = 0; i < hport->value_len; i++) {
+		if (hport->value[i] < '0' || hport->value[i] > '9')
+			return -EBADMSG;
+		p = p * 10 + (unsigned)(hport->value[i] - '0');
+	}
+	memcpy(id, hid->value, SANDBOX_ID_LEN);
+	id[SANDBOX_ID_LEN] = 0;
+	if (!sandbox_id_valid(id) || p == 0 || p > 65535)
+		return -EBADMSG;
+	*port = (uint16_t)p;
+	return 1;
 }
 
 /* Which sandbox does this request name? Rewrites /s/<id>/rest to /rest. */
@@ -676,14 +718,28 @@ client_read(struct bufferevent *bev, void *arg)
 	}
 	conn_wait(c, W_NONE, 0);
 	char id[SANDBOX_ID_LEN + 1];
-	size_t strip;
-	if (request_route(c, &h, id, &strip) < 0) {
+	size_t strip = 0;
+	uint16_t port = 0;
+	int e2b = request_e2b_route(&h, id, &port);
+	if (e2b < 0) {
+		send_error(c, 400, "E2b-Sandbox-Id and E2b-Sandbox-Port go together, once each");
+		return;
+	}
+	if (!e2b && request_route(c, &h, id, &strip) < 0) {
 		send_error(c, 404, "name a sandbox as http://<id>.%s/ or /s/<id>/", c->g->domain);
 		return;
 	}
 	struct route *r = route_find(c->g, id);
 	if (!r) {
 		send_unknown(c, id);
+		return;
+	}
+	/* Only the template's port and the agent's envd API are reachable by header. */
+	if (port == ntohs(r->sa.sin_port))
+		port = 0;
+	if (port && port != GATEWAY_AGENT_PORT) {
+		send_error(c, 403, "sandbox %s: port %u is not served (only its own and %u)", id,
+			   port, GATEWAY_AGENT_PORT);
 		return;
 	}
 	/* Rewrite the request line when the sandbox was named in the path. */
@@ -704,8 +760,9 @@ client_read(struct bufferevent *bev, void *arg)
 	memcpy(o, p + after_target, (size_t)k - after_target);
 	evbuffer_drain(in, (size_t)k);
 
-	if (c->up && strcmp(c->route_id, id))
-		close_upstream(c); /* different sandbox: its own connection */
+	if (c->up && (strcmp(c->route_id, id) || c->port != port))
+		close_upstream(c); /* different sandbox or port: its own connection */
+	c->port = port;
 	snprintf(c->route_id, sizeof c->route_id, "%s", id);
 	c->head_is_head_method = h.method_len == 4 && !strncmp(h.method, "HEAD", 4);
 	c->req_keep_alive = h.keep_alive;

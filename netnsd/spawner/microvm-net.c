@@ -1,6 +1,7 @@
 /* See microvm-net.h. Runs in the launcher child (already in the slot namespace, still root),
  * so it may exec nft; netnsd's locked-down main process only deletes the table (netlink). */
 #include "microvm-net.h"
+#include "agent-proto.h"
 #include "isolation.h"
 #include "vmm.h"
 
@@ -82,13 +83,15 @@ microvm_net_setup(uid_t uid, unsigned port)
 		 "delete table ip %1$s\n"
 		 "table ip %1$s {\n"
 		 " chain prerouting { type nat hook prerouting priority dstnat;\n"
-		 "  iifname \"eth0\" tcp dport %2$u dnat to %3$s\n"
+		 "  iifname \"eth0\" tcp dport { %2$u%5$s } dnat to %3$s\n"
 		 " }\n"
 		 " chain postrouting { type nat hook postrouting priority srcnat;\n"
 		 "  oifname \"eth0\" ip saddr %4$s masquerade\n"
 		 " }\n"
 		 "}\n",
-		 MICROVM_NFT_TABLE, port, VMM_GUEST_ADDR, VMM_GUEST_ADDR);
+		 MICROVM_NFT_TABLE, port, VMM_GUEST_ADDR, VMM_GUEST_ADDR,
+		 /* the agent's envd API too, unless it is the template's own port */
+		 port == AGENT_PROTO_ENVD_PORT ? "" : ", " AGENT_PROTO_ENVD_PORT_S);
 	r = nft_run(script);
 	if (r < 0)
 		fprintf(stderr, "warren: nft table %s in the slot failed\n", MICROVM_NFT_TABLE);

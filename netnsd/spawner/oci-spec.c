@@ -61,8 +61,15 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	json_str(f, s->id);
 	fputs(",\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
 	      "{\"destination\":\"/dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"},"
-	      "{\"destination\":\"/tmp\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"}],"
-	      "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
+	      "{\"destination\":\"/tmp\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"}",
+	      f);
+	if (s->agent_source) {
+		/* the agent, read-only: the sandbox runs it but cannot change it */
+		fputs(",{\"destination\":\"" OCI_SPEC_AGENT_PATH "\",\"type\":\"bind\",\"source\":", f);
+		json_str(f, s->agent_source);
+		fputs(",\"options\":[\"bind\",\"ro\",\"nosuid\",\"nodev\"]}", f);
+	}
+	fputs("],\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
 	      "{\"type\":\"mount\"},{\"type\":\"network\",\"path\":",
 	      f);
 	json_str(f, s->netns_path);

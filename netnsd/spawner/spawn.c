@@ -119,6 +119,10 @@ static struct cmd *cmds;
 static char runsc_root[300];
 static int templates_fd = -1;
 static char rootfs_mnt[300]; /* where runsc finds the rootfs, in its own mount namespace */
+/* warren-agent, the first process of every gVisor container: opened once beside netnsd's own
+ * binary, mounted from this fd (as the rootfs) onto agent_mnt in runsc's mount namespace */
+static int agent_fd = -1;
+static char agent_mnt[300];
 
 static uint64_t
 mono_usec(void)
@@ -356,13 +360,17 @@ run_in_slot(struct sb *sb, char **argv, int out_fd, int err_fd, bool for_run)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	int tree = for_run ? rootfs_clone(sb->rootfs_fd) : -1;
-	if (setns(sb->nsfd, CLONE_NEWNET) < 0 || (for_run && tree < 0))
+	int atree = for_run && agent_fd >= 0 ? rootfs_clone(agent_fd) : -1;
+	if (setns(sb->nsfd, CLONE_NEWNET) < 0 || (for_run && tree < 0) ||
+	    (for_run && agent_fd >= 0 && atree < 0))
 		_exit(120);
 	if (for_run && (unshare(CLONE_NEWNS) < 0 ||
 			mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 			mount("tmpfs", "/proc/sys/net", "tmpfs", MS_NOSUID | MS_NODEV, NULL) < 0))
 		_exit(121);
 	if (for_run && rootfs_attach(tree, rootfs_mnt) < 0)
+		_exit(122);
+	if (atree >= 0 && rootfs_attach(atree, agent_mnt) < 0)
 		_exit(122);
 	int null = open("/dev/null", O_RDWR);
 	dup2(null, 0);
@@ -915,10 +923,25 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	}
 	char netns[64];
 	snprintf(netns, sizeof netns, "/proc/%d/fd/%d", (int)getpid(), sb->nsfd);
+	/* the agent runs first and starts the template's program: `agent -- program...` */
+	char **argv = calloc(q->n_argv + 3, sizeof *argv);
+	if (!argv) {
+		sb_forget(sb);
+		safe_close(image_fd);
+		return -ENOMEM;
+	}
+	size_t argc = 0;
+	if (agent_fd >= 0) {
+		argv[argc++] = (char *)OCI_SPEC_AGENT_PATH;
+		argv[argc++] = (char *)"--";
+	}
+	for (size_t i = 0; i < q->n_argv; i++)
+		argv[argc++] = q->argv[i];
 	struct oci_spec spec = {.id = q->id,
 				.rootfs = rootfs_mnt,
-				.argv = q->argv,
-				.argc = q->n_argv,
+				.argv = argv,
+				.argc = argc,
+				.agent_source = agent_fd >= 0 ? agent_mnt : NULL,
 				.env = q->env,
 				.envc = q->n_env,
 				.memory_limit = q->memory_limit,
@@ -934,6 +957,7 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	int r = mkdir_p(sb->bundle, 0700);
 	if (r == 0)
 		r = oci_spec_write(sb->bundle, &spec);
+	free(argv);
 	if (r == 0)
 		r = console_new(sb, false);
 	if (r < 0) {
@@ -1391,6 +1415,43 @@ static const struct ipc_handler spawner_table[] = {
 	{WARREN__V1__REQUEST__BODY_CHECK_ROOTFS, 0, 0, handle_check_rootfs},
 };
 
+/* warren-agent beside netnsd's binary (the spawner is netnsd's fork): a root-owned regular file
+ * nobody else may write, or gVisor containers run their program directly, without the envd API
+ * (logged). The mount point is an empty file of the spawner's runtime directory. */
+static void
+agent_open(void)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = 0;
+	snprintf(path, sizeof path, "%s/warren-agent", exe);
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022)) {
+		log_warning("No usable %s (a root-owned file only root may write): gVisor sandboxes "
+			    "run without the agent and its envd API",
+			    path);
+		safe_close(fd);
+		return;
+	}
+	snprintf(agent_mnt, sizeof agent_mnt, "%s/agent", cfg->runtime_dir);
+	int m = open(agent_mnt, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (m < 0) {
+		log_warning_errno(-errno, "Agent mount point %s: %m", agent_mnt);
+		safe_close(fd);
+		return;
+	}
+	close(m);
+	agent_fd = fd;
+}
+
 int
 spawner_start(const struct spawner_config *config, pid_t *pid_out)
 {
@@ -1434,6 +1495,7 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 	clean_slate();
 	snprintf(rootfs_mnt, sizeof rootfs_mnt, "%s/rootfs", cfg->runtime_dir);
 	mkdir_p(rootfs_mnt, 0700);
+	agent_open();
 	templates_fd = rootfs_open_templates(cfg->templates_dir);
 	if (templates_fd < 0)
 		log_error_errno(templates_fd, "Templates dir %s (root's, writable by root only?): %m; "
