@@ -96,10 +96,12 @@ declare -A LIVES=(
 	[netnsd]="allowed open-read open-update unshare-net socket-unix socket-netlink"
 	[snapshotd]="allowed open-read open-update open-write socket-unix"
 	[gateway]="allowed ioctl-fionread socket-unix socket-inet"
-	[supervisor]="allowed open-read open-update open-write socket-unix")
-for d in netnsd snapshotd gateway supervisor; do
+	[supervisor]="allowed open-read open-update open-write socket-unix"
+	[e2b-api]="allowed open-read open-update open-write ioctl-fionread socket-unix socket-inet")
+for d in netnsd snapshotd gateway supervisor e2b-api; do
 	args=(--socket "$T/probe-$d.sock")
 	[ $d = supervisor ] && args=(--state-dir "$T/probe-state" --templates-dir /var/lib/warren/templates)
+	[ $d = e2b-api ] && args=(--state-dir "$T/probe-state")
 	for p in "${PROBES[@]}"; do
 		rc=0
 		"$LIBEXEC/warren-$d" "${args[@]}" --seccomp-probe "$p" >"$T/probe.out" 2>&1 || rc=$?

@@ -37,6 +37,14 @@ warren-snapshotd.service CapabilityBoundingSet CAP_SYS_ADMIN CAP_DAC_OVERRIDE
 warren-snapshotd.service NoNewPrivileges yes
 warren-snapshotd.service RestrictAddressFamilies AF_UNIX
 warren-snapshotd.service PrivateNetwork yes
+warren-e2b-api.service Type notify
+warren-e2b-api.service User warren-e2b
+warren-e2b-api.service Group warren-e2b
+warren-e2b-api.service CapabilityBoundingSet -
+warren-e2b-api.service AmbientCapabilities -
+warren-e2b-api.service NoNewPrivileges yes
+warren-e2b-api.service RestrictAddressFamilies AF_UNIX AF_INET
+warren-e2b-api.service ReadWritePaths /var/lib/warren/e2b
 warren-netnsd.socket SocketUser root
 warren-netnsd.socket SocketGroup warren
 warren-netnsd.socket SocketMode 0660
