@@ -1,6 +1,7 @@
 /* warren-e2b-api: input checks (see e2b-input.h). Nothing here allocates more than the bounds
  * it checks, and nothing trusts a length it did not count. */
 #include "e2b-input.h"
+#include "names.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -61,19 +62,11 @@ e2b_input_id_ok(const char *s)
 	return true;
 }
 
+/* Warren's own rule (common/names.c), which the supervisor applies again */
 bool
 e2b_input_template_ok(const char *s)
 {
-	size_t len = s ? strlen(s) : 0;
-	if (len == 0 || len > E2B_TEMPLATE_MAX || s[0] == '.' || s[0] == '-')
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
+	return s && strlen(s) <= E2B_TEMPLATE_MAX && template_name_valid(s);
 }
 
 bool
