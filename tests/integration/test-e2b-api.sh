@@ -144,6 +144,17 @@ chmod 0640 "$KEYS"
 expect "fixed again: 200" test "$(status -H "X-API-Key: $KEY2" "$API/sandboxes/$ID")" = 200
 expect "kill over HTTP" test "$(status -X DELETE -H "X-API-Key: $KEY2" "$API/sandboxes/$ID")" = 204
 
+# --- the privilege split: warren-e2b reaches the supervisor's D-Bus API and nothing else ---
+reach() { # reach USER SOCKET: USER can connect to the helper socket
+	setpriv --reuid="$1" --regid="$1" --clear-groups python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1])" "$2" 2>/dev/null
+}
+expect "user warren (the supervisor) may connect to netnsd's socket (control)" reach warren "$T/netnsd.sock"
+expect "warren-e2b may not connect to netnsd's socket" bash -c "! $(declare -f reach); reach warren-e2b '$T/netnsd.sock'"
+expect "nor to snapshotd's" bash -c "! $(declare -f reach); reach warren-e2b '$T/snapshotd.sock'"
+expect "nor read the supervisor's state" bash -c "! setpriv --reuid=warren-e2b --regid=warren-e2b --clear-groups ls '$T/state' >/dev/null 2>&1"
+
 # --- lock-down: no capabilities, its own user, a filter that kills ---
 expect "the daemon runs as warren-e2b" test "$(ps -o user= -p "$(pgrep -P "$PID_e2b" -f warren-e2b-api || echo "$PID_e2b")" | tr -d ' ')" = warren-e2b
 p=$(pgrep -f "warren-e2b-api --listen 127.0.0.1:$E2B_PORT" | head -1)
