@@ -138,7 +138,8 @@ e2b_agent_init(struct e2b_api *a, const char *id, const char *body, size_t len,
 	if (status >= 200 && status < 300)
 		return 0;
 	if (status < 0)
-		snprintf(why, whylen, "the sandbox agent did not answer /init: %s", strerror(-status));
+		snprintf(why, whylen, "the sandbox agent did not answer /init: %s",
+			 strerror(-status));
 	else
 		snprintf(why, whylen, "the sandbox agent answered /init with HTTP %d", status);
 	return status < 0 ? status : -EPROTO;

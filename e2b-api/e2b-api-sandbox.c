@@ -13,9 +13,7 @@ static const unsigned long ioctls[] = {FIONREAD, 0};
 static const int families[] = {AF_UNIX, AF_INET, 0};
 /* @file-read: the API key file, read again when it changes; @file-write: the state file
  * (temporary, fsync, rename) */
-static const char *const groups[] = {"@default", "@basic-io", "@event-loop", "@ipc",
+static const char *const groups[] = {"@default",   "@basic-io",	  "@event-loop", "@ipc",
 				     "@file-read", "@file-write", NULL};
-const struct seccomp_policy e2b_api_seccomp = {.name = "e2b-api",
-					       .groups = groups,
-					       .ioctls = ioctls,
-					       .socket_families = families};
+const struct seccomp_policy e2b_api_seccomp = {
+    .name = "e2b-api", .groups = groups, .ioctls = ioctls, .socket_families = families};

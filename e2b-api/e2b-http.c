@@ -10,13 +10,14 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <sys/queue.h>
+#include <event2/listener.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -102,8 +103,9 @@ authorized(struct e2b_api *a, struct evhttp_request *req)
 	const char *key = evhttp_find_header(evhttp_request_get_input_headers(req), "X-API-Key");
 	if (key && api_keys_match(a->keys, a->n_keys, key, strnlen(key, API_KEY_LEN + 1)) >= 0)
 		return true;
-	reply_error(req, 401, "Invalid API key, please visit your Warren host's operator for a "
-			      "key (warrenctl apikey create)");
+	reply_error(req, 401,
+		    "Invalid API key, please visit your Warren host's operator for a "
+		    "key (warrenctl apikey create)");
 	return false;
 }
 
@@ -165,9 +167,9 @@ get_bool(json_t *body, const char *name, bool *out)
 static json_t *
 sandbox_json(struct e2b_api *a, const struct e2b_sandbox *s)
 {
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "templateID", s->template, "sandboxID",
-			      s->id, "alias", s->template, "clientID", "warren", "envdVersion",
-			      a->envd_version);
+	json_t *j =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "templateID", s->template, "sandboxID", s->id,
+		      "alias", s->template, "clientID", "warren", "envdVersion", a->envd_version);
 	if (s->token[0])
 		json_object_set_new(j, "envdAccessToken", json_string(s->token));
 	json_object_set_new(j, "trafficAccessToken", json_null());
@@ -184,13 +186,13 @@ detail_json(struct e2b_api *a, const struct e2b_sandbox *s, uint64_t mem_limit, 
 	json_t *meta = json_object();
 	for (size_t i = 0; i < s->n_meta; i++)
 		json_object_set_new(meta, s->meta[i].key, json_string(s->meta[i].value));
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:i, s:o, s:s, s:s}",
-			      "templateID", s->template, "alias", s->template, "sandboxID", s->id,
-			      "clientID", "warren", "startedAt", started, "endAt", end,
-			      "envdVersion", a->envd_version, "cpuCount", (int)a->cpu_count,
-			      "memoryMB", (json_int_t)(mem_limit >> 20), "diskSizeMB", 0,
-			      "metadata", meta, "state", s->paused ? "paused" : "running",
-			      "domain", a->domain ? a->domain : "");
+	json_t *j =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:i, s:o, s:s, s:s}",
+		      "templateID", s->template, "alias", s->template, "sandboxID", s->id,
+		      "clientID", "warren", "startedAt", started, "endAt", end, "envdVersion",
+		      a->envd_version, "cpuCount", (int)a->cpu_count, "memoryMB",
+		      (json_int_t)(mem_limit >> 20), "diskSizeMB", 0, "metadata", meta, "state",
+		      s->paused ? "paused" : "running", "domain", a->domain ? a->domain : "");
 	if (!a->domain)
 		json_object_set_new(j, "domain", json_null());
 	if (with_token && s->token[0])
@@ -264,9 +266,11 @@ expire(struct e2b_api *a)
 				log_info("Sandbox %s timed out: paused", s->id);
 				s->paused = true;
 				changed = true;
-			} else if (r != -ENOENT && !sd_bus_error_has_name(&e, "org.warren.Warren1.Error.NoSuchSandbox"))
-				log_warning_errno(r, "Sandbox %s timed out, pausing it failed: %s", s->id,
-						  e.message ? e.message : "");
+			} else if (r != -ENOENT &&
+				   !sd_bus_error_has_name(&e,
+							  "org.warren.Warren1.Error.NoSuchSandbox"))
+				log_warning_errno(r, "Sandbox %s timed out, pausing it failed: %s",
+						  s->id, e.message ? e.message : "");
 		} else {
 			int r = e2b_bus_sandbox_call(a, s->id, "Destroy", &e);
 			if (r >= 0 || e2b_bus_error_status(&e, r) == 404) {
@@ -313,7 +317,8 @@ parse_kv_object(json_t *obj, struct e2b_kv *out, size_t max, size_t key_max, siz
 		return -E2BIG;
 	const char *k;
 	json_t *v;
-	json_object_foreach(obj, k, v) {
+	json_object_foreach(obj, k, v)
+	{
 		if (!json_is_string(v) ||
 		    (env ? !e2b_input_env_name_ok(k) : !e2b_input_text_ok(k, strlen(k), key_max)) ||
 		    !e2b_input_text_ok(json_string_value(v), json_string_length(v), value_max)) {
@@ -344,8 +349,8 @@ random_hex(char *out, size_t bytes)
 }
 
 static int
-call_init(struct e2b_api *a, struct e2b_sandbox *s, json_t *envs, const char *old_token,
-	  char *why, size_t whylen)
+call_init(struct e2b_api *a, struct e2b_sandbox *s, json_t *envs, const char *old_token, char *why,
+	  size_t whylen)
 {
 	char now[32];
 	format_time(e2b_now_usec(), now);
@@ -378,8 +383,9 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 	struct e2b_kv env_check[E2B_ENV_MAX];
 	json_t *envs = json_object_get(body, "envVars");
 	if (!template || !e2b_input_template_ok(template)) {
-		reply_error(req, 400, "templateID must be a template name ([A-Za-z0-9._-], at most "
-				      "%d characters)",
+		reply_error(req, 400,
+			    "templateID must be a template name ([A-Za-z0-9._-], at most "
+			    "%d characters)",
 			    E2B_TEMPLATE_MAX);
 		goto out;
 	}
@@ -398,8 +404,8 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 		reply_error(req, 400, "mcp and volumeMounts are not implemented by Warren");
 		goto out;
 	}
-	if (parse_kv_object(json_object_get(body, "metadata"), meta, E2B_META_MAX,
-			    E2B_META_KEY_MAX, E2B_META_VALUE_MAX, false, &n_meta) < 0) {
+	if (parse_kv_object(json_object_get(body, "metadata"), meta, E2B_META_MAX, E2B_META_KEY_MAX,
+			    E2B_META_VALUE_MAX, false, &n_meta) < 0) {
 		reply_error(req, 400,
 			    "metadata must be an object of at most %d strings (keys up to %d "
 			    "bytes, values up to %d, no control characters)",
@@ -416,7 +422,8 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 	}
 	e2b_kv_free(env_check, n_env);
 	if (a->n_sandboxes >= a->max_sandboxes) {
-		reply_error(req, 429, "This host keeps at most %zu E2B sandboxes", a->max_sandboxes);
+		reply_error(req, 429, "This host keeps at most %zu E2B sandboxes",
+			    a->max_sandboxes);
 		goto out;
 	}
 	uint64_t mem = 0;
@@ -506,7 +513,8 @@ parse_list_query(struct evhttp_request *req, struct list_query *q, bool v2)
 	}
 	int r = 0;
 	struct evkeyval *kv;
-	TAILQ_FOREACH(kv, &params, next) {
+	TAILQ_FOREACH(kv, &params, next)
+	{
 		const char *k = kv->key, *v = kv->value;
 		if (!e2b_input_text_ok(v, strlen(v), 16384))
 			r = -EINVAL;
@@ -582,8 +590,8 @@ handle_list(struct e2b_api *a, struct evhttp_request *req, bool v2)
 	json_t *out = json_array();
 	size_t end = start;
 	for (; end < n && end - start < q.limit; end++)
-		json_array_append_new(out, detail_json(a, v[end], template_memory(a, v[end]->template),
-						       false));
+		json_array_append_new(
+		    out, detail_json(a, v[end], template_memory(a, v[end]->template), false));
 	if (v2 && end < n) {
 		char token[E2B_TOKEN_MAX];
 		e2b_input_format_token(v[end - 1]->started_usec, v[end - 1]->id, token);
@@ -631,8 +639,7 @@ handle_kill(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *s
 }
 
 static void
-handle_timeout(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *s,
-	       bool refresh)
+handle_timeout(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *s, bool refresh)
 {
 	json_t *body = read_body(req, !refresh);
 	if (!body)
@@ -815,7 +822,8 @@ on_request(struct evhttp_request *req, void *arg)
 				if (l == E2B_ID_LEN) {
 					memcpy(one, c, l);
 					one[l] = 0;
-					struct e2b_sandbox *s = e2b_input_id_ok(one) ? e2b_store_find(a, one) : NULL;
+					struct e2b_sandbox *s =
+					    e2b_input_id_ok(one) ? e2b_store_find(a, one) : NULL;
 					json_t *mj = s ? metric_json(a, s) : NULL;
 					if (mj)
 						json_object_set_new(all, one, mj);
@@ -852,6 +860,25 @@ on_request(struct evhttp_request *req, void *arg)
 		reply_error(req, 404, "Not found");
 }
 
+/* accept() failing for want of fds (EMFILE/ENFILE): libevent's listener would retry the
+ * pending connection at once, forever; pause it for 250 ms instead, as the gateway does.
+ * Connections already accepted go on. */
+static void
+on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	evconnlistener_enable(arg);
+}
+
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+	/* arg is evhttp's (evhttp_bind_listener set the callbacks' argument) */
+	static const struct timeval pause = {0, 250000};
+	log_warning_errno(-EVUTIL_SOCKET_ERROR(), "accept: %m; not accepting for 250 ms");
+	evconnlistener_disable(l);
+	event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, on_accept_resume, l, &pause);
+}
+
 int
 e2b_http_start(struct e2b_api *a, int listen_fd)
 {
@@ -864,7 +891,14 @@ e2b_http_start(struct e2b_api *a, int listen_fd)
 	evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
 	evhttp_set_default_content_type(a->http, "application/json");
 	evhttp_set_gencb(a->http, on_request, a);
-	if (!evhttp_accept_socket_with_handle(a->http, listen_fd))
+	struct evconnlistener *l =
+		evconnlistener_new(a->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd);
+	if (!l)
 		return -EIO;
+	evconnlistener_set_error_cb(l, on_accept_error);
+	if (!evhttp_bind_listener(a->http, l)) {
+		evconnlistener_free(l);
+		return -EIO;
+	}
 	return 0;
 }

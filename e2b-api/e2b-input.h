@@ -5,16 +5,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define E2B_ID_LEN 12	       /* Warren's sandbox ids: 12 lower-case hex digits */
-#define E2B_TEMPLATE_MAX 64    /* template names: [A-Za-z0-9._-] */
-#define E2B_META_MAX 64	       /* metadata pairs per sandbox */
-#define E2B_META_KEY_MAX 128   /* bytes */
+#define E2B_ID_LEN 12		/* Warren's sandbox ids: 12 lower-case hex digits */
+#define E2B_TEMPLATE_MAX 64	/* template names: [A-Za-z0-9._-] */
+#define E2B_META_MAX 64		/* metadata pairs per sandbox */
+#define E2B_META_KEY_MAX 128	/* bytes */
 #define E2B_META_VALUE_MAX 1024 /* bytes */
-#define E2B_ENV_MAX 256	       /* env vars per /init */
+#define E2B_ENV_MAX 256		/* env vars per /init */
 #define E2B_ENV_NAME_MAX 256
 #define E2B_ENV_VALUE_MAX 32768
 #define E2B_BODY_MAX (1024 * 1024)
-#define E2B_TOKEN_MAX 64	       /* nextToken */
+#define E2B_TOKEN_MAX 64 /* nextToken */
 
 enum e2b_state_mask { E2B_STATE_RUNNING = 1, E2B_STATE_PAUSED = 2 };
 

@@ -107,7 +107,8 @@ e2b_store_save(struct e2b_api *a)
 		}
 		off += (size_t)k;
 	}
-	if (fsync(fd) < 0 || renameat(a->state_dir_fd, STATE_TMP, a->state_dir_fd, STATE_FILE) < 0 ||
+	if (fsync(fd) < 0 ||
+	    renameat(a->state_dir_fd, STATE_TMP, a->state_dir_fd, STATE_FILE) < 0 ||
 	    fsync(a->state_dir_fd) < 0)
 		r = -errno;
 out:
@@ -139,10 +140,10 @@ record_from_json(struct e2b_api *a, json_t *j)
 	json_int_t started = -1, end = -1, timeout = -1;
 	int auto_pause = 0, paused = 0;
 	json_t *meta = NULL;
-	if (json_unpack(j, "{s:s, s:s, s:I, s:I, s:I, s:b, s:b, s:s, s:o !}", "id", &id,
-			"template", &template, "started_usec", &started, "end_usec", &end,
-			"timeout_s", &timeout, "auto_pause", &auto_pause, "paused", &paused, "token",
-			&token, "metadata", &meta) < 0)
+	if (json_unpack(j, "{s:s, s:s, s:I, s:I, s:I, s:b, s:b, s:s, s:o !}", "id", &id, "template",
+			&template, "started_usec", &started, "end_usec", &end, "timeout_s",
+			&timeout, "auto_pause", &auto_pause, "paused", &paused, "token", &token,
+			"metadata", &meta) < 0)
 		return -EBADMSG;
 	if (!e2b_input_id_ok(id) || !e2b_input_template_ok(template) || !token_ok(token) ||
 	    started < 0 || end < 0 || timeout < 0 || timeout > (json_int_t)a->max_timeout_s ||
@@ -154,7 +155,8 @@ record_from_json(struct e2b_api *a, json_t *j)
 		return -E2BIG;
 	const char *k;
 	json_t *v;
-	json_object_foreach(meta, k, v) {
+	json_object_foreach(meta, k, v)
+	{
 		if (!json_is_string(v) || !e2b_input_text_ok(k, strlen(k), E2B_META_KEY_MAX) ||
 		    !e2b_input_text_ok(json_string_value(v), json_string_length(v),
 				       E2B_META_VALUE_MAX) ||
@@ -170,7 +172,8 @@ record_from_json(struct e2b_api *a, json_t *j)
 	s->auto_pause = auto_pause;
 	s->paused = paused;
 	snprintf(s->token, sizeof s->token, "%s", token);
-	json_object_foreach(meta, k, v) {
+	json_object_foreach(meta, k, v)
+	{
 		s->meta[s->n_meta].key = strdup(k);
 		s->meta[s->n_meta].value = strdup(json_string_value(v));
 		s->n_meta++;
@@ -182,7 +185,7 @@ int
 e2b_store_load(struct e2b_api *a)
 {
 	_cleanup_close_ int fd =
-		openat(a->state_dir_fd, STATE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	    openat(a->state_dir_fd, STATE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;
@@ -217,13 +220,15 @@ e2b_store_load(struct e2b_api *a)
 	if (!root || json_unpack(root, "{s:I, s:o}", "version", &version, "sandboxes", &list) < 0 ||
 	    version != 1 || !json_is_array(list)) {
 		json_decref(root);
-		return log_error_errno(-EBADMSG, "Ignoring the state file: not a version 1 record "
-						 "list (%s)",
+		return log_error_errno(-EBADMSG,
+				       "Ignoring the state file: not a version 1 record "
+				       "list (%s)",
 				       root ? "wrong shape" : err.text);
 	}
 	size_t i, loaded = 0;
 	json_t *j;
-	json_array_foreach(list, i, j) {
+	json_array_foreach(list, i, j)
+	{
 		int r = record_from_json(a, j);
 		if (r < 0)
 			log_warning_errno(r, "State file: record %zu dropped: %m", i);

@@ -36,7 +36,8 @@ usage(void)
 	       "  --envd-version V       the agents' envd API version reported (default 0.5.7)\n"
 	       "  --cpu-count N          CPUs reported per sandbox (default 1, netnsd's quota)\n"
 	       "  --max-timeout S        longest sandbox lifetime in seconds (default 86400)\n"
-	       "  --max-sandboxes N      E2B sandboxes kept at once (default 1024)\n" DAEMON_COMMON_HELP);
+	       "  --max-sandboxes N      E2B sandboxes kept at once (default "
+	       "1024)\n" DAEMON_COMMON_HELP);
 }
 
 static int
@@ -100,8 +101,18 @@ main(int argc, char **argv)
 	const char *listen_addr = "127.0.0.1:8302", *gateway = "127.0.0.1:8300";
 	const char *state_dir = "/var/lib/warren/e2b", *user = NULL;
 	bool user_given = false;
-	enum { O_GATEWAY = 2000, O_KEYS, O_STATE, O_USER, O_BACKEND, O_DOMAIN, O_ENVD, O_CPU,
-	       O_MAXT, O_MAXS };
+	enum {
+		O_GATEWAY = 2000,
+		O_KEYS,
+		O_STATE,
+		O_USER,
+		O_BACKEND,
+		O_DOMAIN,
+		O_ENVD,
+		O_CPU,
+		O_MAXT,
+		O_MAXS
+	};
 	static const struct option opts[] = {DAEMON_COMMON_OPTIONS,
 					     {"listen", required_argument, NULL, 'l'},
 					     {"gateway", required_argument, NULL, O_GATEWAY},
@@ -193,8 +204,7 @@ main(int argc, char **argv)
 		return log_error_errno(lfd, "Cannot listen on %s: %m", listen_addr), 1;
 	a.state_dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (a.state_dir_fd < 0 && !dc.seccomp_probe)
-		return log_error_errno(-errno, "Cannot open the state directory %s: %m",
-				       state_dir),
+		return log_error_errno(-errno, "Cannot open the state directory %s: %m", state_dir),
 		       1;
 	/* libcrypto reads its configuration on first use: before the filter */
 	uint8_t d[32];

@@ -31,7 +31,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (n > E2B_META_MAX)
 				__builtin_trap();
 			for (size_t i = 0; i < n; i++)
-				if (!e2b_input_text_ok(kv[i].key, strlen(kv[i].key), E2B_META_KEY_MAX) ||
+				if (!e2b_input_text_ok(kv[i].key, strlen(kv[i].key),
+						       E2B_META_KEY_MAX) ||
 				    !e2b_input_text_ok(kv[i].value, strlen(kv[i].value),
 						       E2B_META_VALUE_MAX))
 					__builtin_trap();
@@ -69,10 +70,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t n = 0, n2 = 0;
 		if (api_keys_parse(s, len, keys, 64, &n) == 0) {
 			char *text = api_keys_format(keys, n);
-			if (!text || api_keys_parse(text, strlen(text), again, 64, &n2) != 0 || n2 != n)
+			if (!text || api_keys_parse(text, strlen(text), again, 64, &n2) != 0 ||
+			    n2 != n)
 				__builtin_trap();
 			for (size_t i = 0; i < n; i++) /* field by field: the struct has padding */
-				if (strcmp(keys[i].id, again[i].id) || strcmp(keys[i].name, again[i].name) ||
+				if (strcmp(keys[i].id, again[i].id) ||
+				    strcmp(keys[i].name, again[i].name) ||
 				    memcmp(keys[i].digest, again[i].digest, 32) ||
 				    keys[i].created != again[i].created)
 					__builtin_trap();

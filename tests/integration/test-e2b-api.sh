@@ -144,6 +144,28 @@ chmod 0640 "$KEYS"
 expect "fixed again: 200" test "$(status -H "X-API-Key: $KEY2" "$API/sandboxes/$ID")" = 200
 expect "kill over HTTP" test "$(status -X DELETE -H "X-API-Key: $KEY2" "$API/sandboxes/$ID")" = 204
 
+# --- out of fds: the listener pauses instead of spinning, and serves again afterwards ---
+E2BPID=$(pgrep -f "warren-e2b-api --listen 127.0.0.1:$E2B_PORT" | head -1)
+prlimit --pid "$E2BPID" --nofile=48:48
+cpu() { awk '{print $14 + $15}' "/proc/$E2BPID/stat"; }
+python3 - "$E2B_PORT" "$T/flood.ready" <<'PY' &
+import socket, sys, time
+conns = []
+for _ in range(100):
+    s = socket.socket(); s.connect(("127.0.0.1", int(sys.argv[1]))); conns.append(s)
+open(sys.argv[2], "w").close()
+time.sleep(4)
+PY
+FLOOD=$!
+wait_for 20 test -e "$T/flood.ready" || fail "the flood did not connect"
+c0=$(cpu)
+sleep 2
+c1=$(cpu)
+expect "with its fds exhausted the daemon does not spin ($((c1 - c0)) ticks of CPU in 2 s)" test $((c1 - c0)) -lt 50
+wait "$FLOOD" || true
+expect "when the flood is gone it answers again" wait_for 20 curl -fsS --max-time 2 "$API/health"
+prlimit --pid "$E2BPID" --nofile=1024:1024
+
 # --- the privilege split: warren-e2b reaches the supervisor's D-Bus API and nothing else ---
 reach() { # reach USER SOCKET: USER can connect to the helper socket
 	setpriv --reuid="$1" --regid="$1" --clear-groups python3 -c "
