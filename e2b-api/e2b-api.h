@@ -74,6 +74,9 @@ int e2b_bus_memory_current(struct e2b_api *a, const char *id, uint64_t *bytes);
 int e2b_bus_list(struct e2b_api *a, struct e2b_bus_entry **out, size_t *n);
 /* the template's memory limit; -ENOENT if there is no such template */
 int e2b_bus_template_memory(struct e2b_api *a, const char *template, uint64_t *bytes);
+/* BranchSandbox(id, tag, count) then RemoveTag(tag): the children's ids in ids[*n] */
+int e2b_bus_branch(struct e2b_api *a, const char *id, const char *tag, unsigned count,
+		   char (*ids)[E2B_ID_LEN + 1], size_t *n, sd_bus_error *e);
 /* HTTP status for a D-Bus error from the supervisor */
 int e2b_bus_error_status(const sd_bus_error *e, int r);
 

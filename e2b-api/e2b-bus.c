@@ -214,3 +214,35 @@ e2b_bus_error_status(const sd_bus_error *e, int r)
 	}
 	return r == -ETIMEDOUT ? 503 : 500;
 }
+
+int
+e2b_bus_branch(struct e2b_api *a, const char *id, const char *tag, unsigned count,
+	       char (*ids)[E2B_ID_LEN + 1], size_t *n, sd_bus_error *e)
+{
+	sd_bus_message *reply = NULL;
+	*n = 0;
+	sd_bus_message *m = NULL;
+	int r = sd_bus_message_new_method_call(a->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
+					       "BranchSandbox");
+	if (r >= 0)
+		r = sd_bus_message_append(m, "ssu", id, tag, (uint32_t)count);
+	/* a checkpoint, a restore of the parent and of every child */
+	if (r >= 0)
+		r = sd_bus_call(a->bus, m, 300ull * 1000000, e, &reply);
+	if (r >= 0)
+		r = sd_bus_message_enter_container(reply, 'a', "s");
+	const char *got;
+	while (r >= 0 && (r = sd_bus_message_read(reply, "s", &got)) > 0)
+		if (e2b_input_id_ok(got) && *n < count)
+			memcpy(ids[(*n)++], got, E2B_ID_LEN + 1);
+	sd_bus_message_unref(reply);
+	sd_bus_message_unref(m);
+	/* the children are restored: the tag's image is no longer needed */
+	sd_bus_error e2 = SD_BUS_ERROR_NULL;
+	if (sd_bus_call_method(a->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "RemoveTag", &e2,
+			       NULL, "s", tag) < 0)
+		log_warning("Fork of %s: tag %s not removed: %s", id, tag,
+			    e2.message ? e2.message : "");
+	sd_bus_error_free(&e2);
+	return r < 0 ? r : 0;
+}

@@ -10,8 +10,8 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/listener.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -742,6 +742,90 @@ handle_resume(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox 
 	reply_json(req, 201, sandbox_json(a, s));
 }
 
+/* fork: Warren's BranchSandbox (a checkpoint of the running sandbox, the parent restored in
+ * place, count children restored from the same image). Each child is a copy of the parent's
+ * memory, so its agent holds the parent's env vars and access token: the record copies the
+ * token and the metadata; the lifetime is the request's timeout (or the parent's). */
+#define E2B_FORK_MAX 16
+static void
+handle_fork(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *s)
+{
+	json_t *body = read_body(req, false);
+	if (!body)
+		return;
+	uint32_t t = s->timeout_s, count = 1;
+	int r = get_uint(body, "timeout", a->max_timeout_s, &t, NULL);
+	if (r >= 0)
+		r = get_uint(body, "count", E2B_FORK_MAX, &count, NULL);
+	json_decref(body);
+	if (r < 0 || count < 1) {
+		reply_error(req, 400, "count is 1 to %d, timeout 0 to %u seconds", E2B_FORK_MAX,
+			    a->max_timeout_s);
+		return;
+	}
+	if (s->paused) {
+		reply_error(req, 409, "sandbox %s is paused; connect to it first", s->id);
+		return;
+	}
+	if (a->n_sandboxes + count > a->max_sandboxes) {
+		reply_error(req, 429, "This host keeps at most %zu E2B sandboxes",
+			    a->max_sandboxes);
+		return;
+	}
+	char tag[32], rnd[13];
+	random_hex(rnd, 6);
+	snprintf(tag, sizeof tag, "e2bfork-%s", rnd);
+	char ids[E2B_FORK_MAX][E2B_ID_LEN + 1];
+	size_t n = 0;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	r = e2b_bus_branch(a, s->id, tag, count, ids, &n, &e);
+	if (r < 0) {
+		reply_error(req, r == -ENOENT ? 404 : e2b_bus_error_status(&e, r),
+			    "Cannot fork sandbox %s: %s", s->id,
+			    e.message ? e.message : strerror(-r));
+		sd_bus_error_free(&e);
+		return;
+	}
+	json_t *out = json_array();
+	uint64_t now = e2b_now_usec();
+	for (size_t i = 0; i < n; i++) {
+		struct e2b_sandbox *c = e2b_store_add(a, ids[i], s->template);
+		if (!c) {
+			json_array_append_new(out, json_pack("{s:{s:i, s:s}}", "error", "code", 500,
+							     "message", "out of memory"));
+			continue;
+		}
+		c->started_usec = now;
+		c->timeout_s = t;
+		c->end_usec = now + (uint64_t)t * 1000000ull;
+		c->auto_pause = s->auto_pause;
+		memcpy(c->token, s->token, sizeof c->token);
+		for (size_t k = 0; k < s->n_meta; k++) {
+			c->meta[k].key = strdup(s->meta[k].key);
+			c->meta[k].value = strdup(s->meta[k].value);
+		}
+		c->n_meta = s->n_meta;
+		json_array_append_new(out, json_pack("{s:o}", "sandbox", sandbox_json(a, c)));
+	}
+	for (size_t i = n; i < count; i++)
+		json_array_append_new(out, json_pack("{s:{s:i, s:s}}", "error", "code", 500,
+						     "message", "the child did not start"));
+	if (e2b_store_save(a) < 0) {
+		/* no sandbox without a recorded lifetime */
+		for (size_t i = 0; i < n; i++) {
+			struct e2b_sandbox *c = e2b_store_find(a, ids[i]);
+			e2b_bus_sandbox_call(a, ids[i], "Destroy", NULL);
+			if (c)
+				e2b_store_remove(a, c);
+		}
+		json_decref(out);
+		reply_error(req, 500, "Cannot record the children's lifetimes");
+		return;
+	}
+	log_info("Sandbox %s forked into %zu", s->id, n);
+	reply_json(req, 200, out);
+}
+
 static json_t *
 metric_json(struct e2b_api *a, const struct e2b_sandbox *s)
 {
@@ -856,6 +940,8 @@ on_request(struct evhttp_request *req, void *arg)
 		handle_resume(a, req, s, true);
 	else if (!strcmp(action, "metrics") && m == EVHTTP_REQ_GET)
 		handle_metrics(a, req, s);
+	else if (!strcmp(action, "fork") && m == EVHTTP_REQ_POST)
+		handle_fork(a, req, s);
 	else
 		reply_error(req, 404, "Not found");
 }
@@ -892,7 +978,7 @@ e2b_http_start(struct e2b_api *a, int listen_fd)
 	evhttp_set_default_content_type(a->http, "application/json");
 	evhttp_set_gencb(a->http, on_request, a);
 	struct evconnlistener *l =
-		evconnlistener_new(a->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd);
+	    evconnlistener_new(a->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd);
 	if (!l)
 		return -EIO;
 	evconnlistener_set_error_cb(l, on_accept_error);

@@ -85,6 +85,18 @@ ok('connect resumes it', again.sandboxId === a.sandboxId)
 st = await Sandbox.getInfo(a.sandboxId)
 ok('resumed sandbox reports state running', st.state === 'running', st.state)
 
+// fork: Warren's branch (checkpoint, parent restored in place, children from the image)
+const forks = await Sandbox.fork(a.sandboxId, { count: 2, timeoutMs: 60_000 })
+ok('fork answers two sandboxes', forks.length === 2 && forks.every((f) => f instanceof Sandbox), forks.map(String))
+for (const f of forks) {
+  const fi = await Sandbox.getInfo(f.sandboxId)
+  ok(`fork ${f.sandboxId} is its own sandbox with the parent's metadata`,
+    f.sandboxId !== a.sandboxId && fi.metadata.role === 'a' && fi.state === 'running', fi)
+}
+ok('the parent runs on after the fork', (await Sandbox.getInfo(a.sandboxId)).state === 'running')
+console.log(`forks: ${forks.map((f) => f.sandboxId).join(' ')}`)
+for (const f of forks) ok('kill a fork', (await f.kill()) === true)
+
 // autoPause: on expiry the sandbox is paused, not killed
 const c = await Sandbox.create(TEMPLATE, { metadata: { suite: RUN, role: 'c' }, timeoutMs: 2_000, lifecycle: { onTimeout: 'pause' } })
 await until('a sandbox with onTimeout pause is paused when it expires', 30,

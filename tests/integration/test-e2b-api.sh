@@ -71,7 +71,9 @@ expect "a paused E2B sandbox is frozen in Warren" has_state "$PAUSED" frozen
 wait "$SDK" || { cat "$OUT" >&2; fail "the SDK script failed"; }
 sed 's/^/  sdk /' "$OUT" >&2
 read -r A B C < <(sed -n 's/^ids: //p' "$OUT")
-for id in $A $B $C; do
+read -r F1 F2 < <(sed -n 's/^forks: //p' "$OUT")
+expect "the SDK forked two children" test -n "$F2"
+for id in $A $B $C $F1 $F2; do
 	expect "sandbox $id is gone from Warren too" bash -c "! busctl --system get-property \
 		org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State"
 done
