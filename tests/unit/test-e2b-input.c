@@ -9,7 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "api-keys.h"
+#include "e2b-api.h"
 #include "e2b-input.h"
 
 #define TXT(s) e2b_input_text_ok(s, sizeof(s) - 1, 1024)
@@ -175,6 +180,134 @@ test_api_keys(void **state)
 	free(text);
 }
 
+/* the key file is trusted only when root's and closed to others; run as root for the positive
+ * control (scripts/test.sh does) */
+static void
+test_api_keys_file(void **state)
+{
+	char dir[] = "/tmp/test-e2b-keys.XXXXXX", path[64];
+	struct api_key rec, got[4];
+	char key[API_KEY_LEN + 1];
+	size_t n;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/api-keys", dir);
+	assert_int_equal(api_key_generate(key, &rec, "t"), 0);
+	char *text = api_keys_format(&rec, 1);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0640);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	if (geteuid() == 0) {
+		assert_int_equal(api_keys_load(path, got, 4, &n), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(api_keys_match(got, n, key, strlen(key)), 0);
+	}
+	chmod(path, 0660); /* group-writable */
+	assert_int_equal(api_keys_load(path, got, 4, &n), -EPERM);
+	chmod(path, 0644); /* world-readable: the hashes would leak */
+	assert_int_equal(api_keys_load(path, got, 4, &n), -EPERM);
+	chmod(path, 0640);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(path, 65534, 0), 0); /* not root's */
+		assert_int_equal(api_keys_load(path, got, 4, &n), -EPERM);
+	}
+	char link[80];
+	snprintf(link, sizeof link, "%s/link", dir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(api_keys_load(link, got, 4, &n), -ELOOP);
+	unlink(link);
+	unlink(path);
+	rmdir(dir);
+	free(text);
+}
+
+/* the state file: every record checked as a request would be; the bad ones dropped */
+static void
+test_store_load(void **state)
+{
+	char dir[] = "/tmp/test-e2b-store.XXXXXX", path[80];
+	assert_non_null(mkdtemp(dir));
+	struct e2b_api a = {.max_timeout_s = 86400, .max_sandboxes = 8};
+	a.state_dir_fd = open(dir, O_RDONLY | O_DIRECTORY);
+	struct e2b_sandbox *s = e2b_store_add(&a, "0123456789ab", "base");
+	s->started_usec = 1;
+	s->end_usec = 2;
+	s->timeout_s = 300;
+	s->meta[0].key = strdup("k");
+	s->meta[0].value = strdup("v");
+	s->n_meta = 1;
+	assert_int_equal(e2b_store_save(&a), 0);
+	e2b_store_remove(&a, s);
+	assert_int_equal(e2b_store_load(&a), 0);
+	assert_int_equal(a.n_sandboxes, 1);
+	s = e2b_store_find(&a, "0123456789ab");
+	assert_non_null(s);
+	assert_string_equal(s->meta[0].value, "v");
+	assert_true(s->end_usec == 2 && s->timeout_s == 300);
+	e2b_store_remove(&a, s);
+	static const char *const bad[] = {
+		"\"id\":\"../../etc/pa\"",	      /* not a Warren id */
+		"\"metadata\":{\"k\":\"a\\nb\"}",  /* a control character */
+		"\"metadata\":{\"k\":1}",	      /* not a string */
+		"\"template\":\"a/b\"",		      /* not a template name */
+		"\"token\":\"xyz\"",		      /* not a token */
+		"\"timeout_s\":99999999",	      /* beyond --max-timeout */
+		"\"extra\":1",			      /* an unknown field */
+	};
+	snprintf(path, sizeof path, "%s/sandboxes.json", dir);
+	/* positive control: the record the cases below spoil, unspoilt, loads */
+	static const char good[] =
+		"{\"version\":1,\"sandboxes\":[{\"id\":\"0123456789ab\",\"template\":\"base\","
+		"\"started_usec\":1,\"end_usec\":2,\"timeout_s\":3,\"auto_pause\":false,"
+		"\"paused\":false,\"token\":\"\",\"metadata\":{\"k\":\"v\"}}]}";
+	int gfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_int_equal(write(gfd, good, strlen(good)), (ssize_t)strlen(good));
+	close(gfd);
+	assert_int_equal(e2b_store_load(&a), 0);
+	assert_int_equal(a.n_sandboxes, 1);
+	e2b_store_remove(&a, a.sandboxes);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char rec[1024];
+		/* a good record with one field replaced (later keys win in this template) */
+		const char *id = strstr(bad[i], "\"id\"") ? "" : "\"id\":\"0123456789ab\",";
+		snprintf(rec, sizeof rec,
+			 "{\"version\":1,\"sandboxes\":[{%s\"template\":\"base\","
+			 "\"started_usec\":1,\"end_usec\":2,\"timeout_s\":3,\"auto_pause\":false,"
+			 "\"paused\":false,\"token\":\"\",\"metadata\":{}}]}",
+			 id);
+		/* put the bad field in place of the good one */
+		char *at = NULL, field[64];
+		snprintf(field, sizeof field, "%.*s", (int)(strchr(bad[i], ':') - bad[i] + 1), bad[i]);
+		char out[1024];
+		if ((at = strstr(rec, field))) {
+			char *end = at + strlen(field);
+			int depth = 0;
+			while (*end && (depth || (*end != ',' && *end != '}'))) {
+				depth += *end == '{';
+				depth -= *end == '}';
+				end++;
+			}
+			snprintf(out, sizeof out, "%.*s%s%s", (int)(at - rec), rec, bad[i], end);
+		} else
+			snprintf(out, sizeof out, "%.*s,%s}]}", (int)(strlen(rec) - 3), rec, bad[i]);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		assert_int_equal(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+		close(fd);
+		assert_int_equal(e2b_store_load(&a), 0);
+		if (a.n_sandboxes != 0)
+			fail_msg("record accepted: %s", out);
+		if (!strstr(out, bad[i]))
+			fail_msg("case %zu not in place: %s", i, out);
+	}
+	/* a state file others may write is not read */
+	assert_int_equal(e2b_store_save(&a), 0);
+	chmod(path, 0622);
+	assert_int_equal(e2b_store_load(&a), -EPERM);
+	unlink(path);
+	close(a.state_dir_fd);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -182,6 +315,8 @@ main(void)
 		cmocka_unit_test(test_text),	     cmocka_unit_test(test_names),
 		cmocka_unit_test(test_metadata_query), cmocka_unit_test(test_list_params),
 		cmocka_unit_test(test_api_keys),
+		cmocka_unit_test(test_api_keys_file),
+		cmocka_unit_test(test_store_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
