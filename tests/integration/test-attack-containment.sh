@@ -19,6 +19,8 @@ launch_env() {
 		WARREN_GATEWAY_OPTS="--port $GW_PORT" \
 		WARREN_SUPERVISOR_OPTS="--state-dir $T/l-state --gateway-url $GW \
 --cgroup-parent $CGROUP_PARENT" \
+		WARREN_E2B_API_OPTS="--listen 127.0.0.1:$((18400 + K)) --gateway 127.0.0.1:$GW_PORT \
+--state-dir $T/l-e2b --api-keys $T/l-api-keys" \
 		"$SOURCE/scripts/warren-launch" "$@"
 }
 trap 'rc=$?; [ -d "$LAUNCH_RUN/launch" ] && launch_env stop >/dev/null 2>&1; cleanup $rc' EXIT
@@ -31,10 +33,10 @@ capmask() {
 }
 CAP_DAC_OVERRIDE=1 CAP_NET_ADMIN=12 CAP_SYS_ADMIN=21
 declare -A USER_OF=([netnsd]=warren-netnsd [snapshotd]=warren-snapshotd
-	[gateway]=warren-gateway [supervisor]=warren)
+	[gateway]=warren-gateway [supervisor]=warren [e2b-api]=warren-e2b)
 declare -A CAPS_OF=([netnsd]=$(capmask $CAP_DAC_OVERRIDE $CAP_NET_ADMIN $CAP_SYS_ADMIN)
 	[snapshotd]=$(capmask $CAP_DAC_OVERRIDE $CAP_SYS_ADMIN) [gateway]=$(capmask)
-	[supervisor]=$(capmask))
+	[supervisor]=$(capmask) [e2b-api]=$(capmask))
 field() { awk -v k="$2:" '$1 == k {$1 = ""; sub(/^ /, ""); print}' "/proc/$1/status"; }
 
 # check_identity HOW NAME PID [bounding]: uid, gid, groups, capabilities, no_new_privs, seccomp
@@ -140,6 +142,7 @@ for _ in $(seq 100); do pgrep -x netnsd-spawner >/dev/null || break; sleep 0.1; 
 # and a read-only system in their own mount namespace (writable: what the unit lists).
 install -d -m 0700 -o warren-snapshotd -g warren-snapshotd "$T/l-images"
 install -d -m 0700 -o warren -g warren "$T/l-state"
+install -d -m 0700 -o warren-e2b -g warren-e2b "$T/l-e2b"
 launch_env start >"$T/launch.out" 2>&1 ||
 	fail "warren-launch did not start: $(cat "$T/launch.out"; tail -5 "$T"/l-log/*.log)"
 for d in netnsd snapshotd gateway supervisor; do
@@ -155,6 +158,10 @@ for d in netnsd snapshotd gateway supervisor; do
 	expect "warren-launch $d: another mount namespace than the host's" \
 		test "$(readlink /proc/$pid/ns/mnt)" != "$(readlink /proc/self/ns/mnt)"
 done
+wait_for 10 test -s "$LAUNCH_RUN/launch/e2b-api.pid" || fail "warren-launch did not start e2b-api"
+wait_for 10 curl -fsS "http://127.0.0.1:$((18400 + K))/health" ||
+	fail "warren-launch's e2b-api does not answer: $(tail -5 "$T/l-log/e2b-api.log")"
+check_identity warren-launch e2b-api "$(cat "$LAUNCH_RUN/launch/e2b-api.pid")" bounding
 expect "warren-launch supervisor: its own network namespace (PrivateNetwork=yes)" \
 	test "$(readlink /proc/$(cat "$LAUNCH_RUN/launch/supervisor.pid")/ns/net)" != \
 	"$(readlink /proc/self/ns/net)"
