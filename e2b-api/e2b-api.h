@@ -50,6 +50,9 @@ struct e2b_api {
 	uint32_t max_timeout_s;
 	unsigned tick;
 	struct event *timer;
+	/* fork tags still to remove: RemoveTag is refused while a child is being restored */
+	char pending_tags[16][32];
+	size_t n_pending_tags;
 };
 
 /* e2b-store.c: records and the state file */
@@ -74,9 +77,11 @@ int e2b_bus_memory_current(struct e2b_api *a, const char *id, uint64_t *bytes);
 int e2b_bus_list(struct e2b_api *a, struct e2b_bus_entry **out, size_t *n);
 /* the template's memory limit; -ENOENT if there is no such template */
 int e2b_bus_template_memory(struct e2b_api *a, const char *template, uint64_t *bytes);
-/* BranchSandbox(id, tag, count) then RemoveTag(tag): the children's ids in ids[*n] */
+/* BranchSandbox(id, tag, count): the children's ids in ids[*n] */
 int e2b_bus_branch(struct e2b_api *a, const char *id, const char *tag, unsigned count,
 		   char (*ids)[E2B_ID_LEN + 1], size_t *n, sd_bus_error *e);
+/* RemoveTag(tag): 0 when it is gone (or was), -EBUSY while a child is restored from it */
+int e2b_bus_remove_tag(struct e2b_api *a, const char *tag);
 /* HTTP status for a D-Bus error from the supervisor */
 int e2b_bus_error_status(const sd_bus_error *e, int r);
 

@@ -237,12 +237,21 @@ e2b_bus_branch(struct e2b_api *a, const char *id, const char *tag, unsigned coun
 			memcpy(ids[(*n)++], got, E2B_ID_LEN + 1);
 	sd_bus_message_unref(reply);
 	sd_bus_message_unref(m);
-	/* the children are restored: the tag's image is no longer needed */
-	sd_bus_error e2 = SD_BUS_ERROR_NULL;
-	if (sd_bus_call_method(a->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "RemoveTag", &e2,
-			       NULL, "s", tag) < 0)
-		log_warning("Fork of %s: tag %s not removed: %s", id, tag,
-			    e2.message ? e2.message : "");
-	sd_bus_error_free(&e2);
 	return r < 0 ? r : 0;
+}
+
+int
+e2b_bus_remove_tag(struct e2b_api *a, const char *tag)
+{
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	int r = sd_bus_call_method(a->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "RemoveTag", &e,
+				   NULL, "s", tag);
+	if (r < 0 && sd_bus_error_has_name(&e, ERR_PREFIX "NoSuchTag"))
+		r = 0;
+	else if (r < 0 && sd_bus_error_has_name(&e, ERR_PREFIX "TagBusy"))
+		r = -EBUSY;
+	else if (r < 0)
+		log_warning("RemoveTag %s: %s", tag, e.message ? e.message : strerror(-r));
+	sd_bus_error_free(&e);
+	return r;
 }

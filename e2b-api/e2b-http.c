@@ -287,11 +287,27 @@ expire(struct e2b_api *a)
 		e2b_store_save(a);
 }
 
+/* fork tags: removed once no child is being restored from them any more */
+static void
+remove_pending_tags(struct e2b_api *a)
+{
+	for (size_t i = 0; i < a->n_pending_tags;) {
+		if (e2b_bus_remove_tag(a, a->pending_tags[i]) == -EBUSY) {
+			i++;
+			continue;
+		}
+		memmove(a->pending_tags[i], a->pending_tags[i + 1],
+			(a->n_pending_tags - i - 1) * sizeof a->pending_tags[0]);
+		a->n_pending_tags--;
+	}
+}
+
 void
 e2b_http_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct e2b_api *a = arg;
 	expire(a);
+	remove_pending_tags(a);
 	if (++a->tick % RECONCILE_TICKS == 0)
 		reconcile(a);
 }
@@ -778,7 +794,15 @@ handle_fork(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *s
 	char ids[E2B_FORK_MAX][E2B_ID_LEN + 1];
 	size_t n = 0;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
+	if (a->n_pending_tags == sizeof a->pending_tags / sizeof a->pending_tags[0]) {
+		reply_error(req, 503, "Earlier forks' images are still being removed; try again");
+		return;
+	}
 	r = e2b_bus_branch(a, s->id, tag, count, ids, &n, &e);
+	/* the image is not needed once the children run: removed now or on a later tick */
+	if (e2b_bus_remove_tag(a, tag) == -EBUSY)
+		snprintf(a->pending_tags[a->n_pending_tags++], sizeof a->pending_tags[0], "%s",
+			 tag);
 	if (r < 0) {
 		reply_error(req, r == -ENOENT ? 404 : e2b_bus_error_status(&e, r),
 			    "Cannot fork sandbox %s: %s", s->id,

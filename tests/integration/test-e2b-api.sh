@@ -32,7 +32,7 @@ KEYS=$T/etc/api-keys
 install -d -m 0755 "$T/etc"
 install -d -m 0700 -o warren-e2b -g warren-e2b "$T/e2b"
 start_e2b() {
-	daemon e2b setpriv --reuid=warren-e2b --regid=warren-e2b --clear-groups --no-new-privs \
+	daemon e2b ${E2B_WRAP:-} setpriv --reuid=warren-e2b --regid=warren-e2b --clear-groups --no-new-privs \
 		"$LIBEXEC/warren-e2b-api" --listen "127.0.0.1:$E2B_PORT" --gateway "127.0.0.1:$GW_PORT" \
 		--api-keys "$KEYS" --state-dir "$T/e2b" "$@"
 	wait_for 10 curl -fsS "$API/health" || fail "warren-e2b-api did not start: $(cat "$T/e2b.log")"
@@ -73,6 +73,9 @@ sed 's/^/  sdk /' "$OUT" >&2
 read -r A B C < <(sed -n 's/^ids: //p' "$OUT")
 read -r F1 F2 < <(sed -n 's/^forks: //p' "$OUT")
 expect "the SDK forked two children" test -n "$F2"
+expect "the fork's image tag is removed once its children run" \
+	wait_for 20 bash -c "! busctl --system call org.warren.Warren1 /org/warren/Warren1 \
+	org.warren.Warren1.Manager ListTags | grep -q e2bfork-"
 for id in $A $B $C $F1 $F2; do
 	expect "sandbox $id is gone from Warren too" bash -c "! busctl --system get-property \
 		org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State"
@@ -147,8 +150,10 @@ expect "fixed again: 200" test "$(status -H "X-API-Key: $KEY2" "$API/sandboxes/$
 expect "kill over HTTP" test "$(status -X DELETE -H "X-API-Key: $KEY2" "$API/sandboxes/$ID")" = 204
 
 # --- out of fds: the listener pauses instead of spinning, and serves again afterwards ---
+kill "$PID_e2b"
+wait "$PID_e2b" 2>/dev/null || true
+E2B_WRAP="prlimit --nofile=48:48" start_e2b
 E2BPID=$(pgrep -f "warren-e2b-api --listen 127.0.0.1:$E2B_PORT" | head -1)
-prlimit --pid "$E2BPID" --nofile=48:48
 cpu() { awk '{print $14 + $15}' "/proc/$E2BPID/stat"; }
 python3 - "$E2B_PORT" "$T/flood.ready" <<'PY' &
 import socket, sys, time
@@ -166,7 +171,6 @@ c1=$(cpu)
 expect "with its fds exhausted the daemon does not spin ($((c1 - c0)) ticks of CPU in 2 s)" test $((c1 - c0)) -lt 50
 wait "$FLOOD" || true
 expect "when the flood is gone it answers again" wait_for 20 curl -fsS --max-time 2 "$API/health"
-prlimit --pid "$E2BPID" --nofile=1024:1024
 
 # --- the privilege split: warren-e2b reaches the supervisor's D-Bus API and nothing else ---
 reach() { # reach USER SOCKET: USER can connect to the helper socket
