@@ -2,7 +2,8 @@
 // the published e2b SDK (tests/e2b). Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY (as any E2B
 // client), TEMPLATES (comma list, each "label=template"), N (runs per template, default 10).
 // Prints one JSON line per template: {label, template, n, p50_ms, p90_ms, samples_ms}.
-import { Sandbox } from 'e2b'
+// the SDK installed by tests/e2b (npm ci there), pinned by its package-lock.json
+const { Sandbox } = await import(new URL('../tests/e2b/node_modules/e2b/dist/index.mjs', import.meta.url))
 
 const N = Number(process.env.N || 10)
 const templates = (process.env.TEMPLATES || 'cold=base').split(',').map((t) => t.split('='))
