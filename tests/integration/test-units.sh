@@ -101,6 +101,8 @@ absent=()
 for e in $EXTERNAL_UNITS; do installed "$e" || absent+=("$e"); done
 log "external units not installed here: ${absent[*]:-none}"
 cp "$SOURCE"/units/*.service "$SOURCE"/units/*.socket "$T/"
+# the binaries under test (WARREN_LIBEXEC), which may not be installed under /usr/local yet
+sed -i "s|^ExecStart=/usr/local/libexec/warren/|ExecStart=$LIBEXEC/|" "$T"/*.service
 rc=0
 out=$(cd "$T" && SYSTEMD_LOG_LEVEL=warning systemd-analyze verify --man=no ./*.service ./*.socket 2>&1) || rc=$?
 rest=$out
