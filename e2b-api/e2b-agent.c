@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define INIT_DEADLINE_MS 15000 /* the agent may still be coming up right after the create */
 #define RETRY_MS 100
 #define HEAD_MAX 4096
 
@@ -99,7 +98,7 @@ attempt(struct e2b_api *a, const char *req, size_t req_len, int64_t deadline)
 
 int
 e2b_agent_init(struct e2b_api *a, const char *id, const char *body, size_t len,
-	       const char *access_token, char *why, size_t whylen)
+	       const char *access_token, int deadline_ms, char *why, size_t whylen)
 {
 	char addr[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &a->gateway.sin_addr, addr, sizeof addr);
@@ -122,7 +121,7 @@ e2b_agent_init(struct e2b_api *a, const char *id, const char *body, size_t len,
 	memcpy(full, req, (size_t)n);
 	memcpy(full + n, body, len);
 	free(req);
-	int64_t deadline = mono_ms() + INIT_DEADLINE_MS;
+	int64_t deadline = mono_ms() + deadline_ms;
 	int status;
 	for (;;) {
 		status = attempt(a, full, total, deadline);

@@ -45,7 +45,7 @@ struct e2b_api {
 	struct e2b_sandbox *sandboxes;
 	size_t n_sandboxes, max_sandboxes;
 	struct sockaddr_in gateway;
-	const char *domain, *envd_version, *backend;
+	const char *domain, *envd_version, *backend, *default_user;
 	unsigned cpu_count;
 	uint32_t max_timeout_s;
 	unsigned tick;
@@ -87,7 +87,7 @@ int e2b_bus_error_status(const sd_bus_error *e, int r);
 
 /* e2b-agent.c: the sandbox agent's /init (envd API) through the gateway */
 int e2b_agent_init(struct e2b_api *a, const char *id, const char *body, size_t len,
-		   const char *access_token, char *why, size_t whylen);
+		   const char *access_token, int deadline_ms, char *why, size_t whylen);
 
 /* e2b-http.c */
 int e2b_http_start(struct e2b_api *a, int listen_fd);

@@ -365,7 +365,7 @@ random_hex(char *out, size_t bytes)
 }
 
 static int
-call_init(struct e2b_api *a, struct e2b_sandbox *s, json_t *envs, const char *old_token, char *why,
+call_init(struct e2b_api *a, struct e2b_sandbox *s, json_t *envs, bool required, char *why,
 	  size_t whylen)
 {
 	char now[32];
@@ -375,11 +375,14 @@ call_init(struct e2b_api *a, struct e2b_sandbox *s, json_t *envs, const char *ol
 		json_object_set(body, "envVars", envs);
 	if (s->token[0])
 		json_object_set_new(body, "accessToken", json_string(s->token));
+	if (a->default_user && *a->default_user)
+		json_object_set_new(body, "defaultUser", json_string(a->default_user));
 	char *text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	if (!text)
 		return -ENOMEM;
-	int r = e2b_agent_init(a, s->id, text, strlen(text), old_token, why, whylen);
+	int r = e2b_agent_init(a, s->id, text, strlen(text), NULL, required ? 15000 : 2000, why,
+			       whylen);
 	explicit_bzero(text, strlen(text));
 	free(text);
 	return r;
@@ -474,10 +477,13 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 	n_meta = 0;
 	if (secure)
 		random_hex(s->token, E2B_TOKEN_HEX / 2);
-	/* the agent learns its env vars and token before anyone else may reach it */
+	/* the agent learns its env vars and token (and the default user, the clock) before the
+	 * client may reach it. Only then: a connection through the agent left in a sandbox can
+	 * make a later checkpoint (fork, pause to a snapshot) fail, so creates that need nothing
+	 * from /init make none (docs/E2B.md). */
 	if (secure || json_object_size(envs) > 0) {
 		char why[256];
-		r = call_init(a, s, json_object_size(envs) ? envs : NULL, NULL, why, sizeof why);
+		r = call_init(a, s, json_object_size(envs) ? envs : NULL, true, why, sizeof why);
 		if (r < 0) {
 			log_warning("Sandbox %s: %s; destroying it", id, why);
 			e2b_bus_sandbox_call(a, id, "Destroy", NULL);

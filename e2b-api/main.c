@@ -33,7 +33,10 @@ usage(void)
 	       "  --user USER            switch to USER when started as root (default warren-e2b)\n"
 	       "  --backend NAME         Warren backend for creates (default: the supervisor's)\n"
 	       "  --domain DOMAIN        the sandboxes' domain reported to clients (default none)\n"
-	       "  --envd-version V       the agents' envd API version reported (default 0.5.7)\n"
+	       "  --envd-version V       the agents' envd API version reported (default 0.5.6:\n"
+	       "                         multipart uploads, the agent's)\n"
+	       "  --default-user NAME    the agents' default user, sent in /init (default user;\n"
+	       "                         root where the template has no such user)\n"
 	       "  --cpu-count N          CPUs reported per sandbox (default 1, netnsd's quota)\n"
 	       "  --max-timeout S        longest sandbox lifetime in seconds (default 86400)\n"
 	       "  --max-sandboxes N      E2B sandboxes kept at once (default "
@@ -94,7 +97,8 @@ main(int argc, char **argv)
 	struct daemon_common dc;
 	struct e2b_api a = {.state_dir_fd = -1,
 			    .keys_path = API_KEYS_DEFAULT_PATH,
-			    .envd_version = "0.5.7",
+			    .envd_version = "0.5.6",
+			    .default_user = "user",
 			    .cpu_count = 1,
 			    .max_timeout_s = 86400,
 			    .max_sandboxes = 1024};
@@ -111,7 +115,8 @@ main(int argc, char **argv)
 		O_ENVD,
 		O_CPU,
 		O_MAXT,
-		O_MAXS
+		O_MAXS,
+		O_DUSER
 	};
 	static const struct option opts[] = {DAEMON_COMMON_OPTIONS,
 					     {"listen", required_argument, NULL, 'l'},
@@ -122,6 +127,7 @@ main(int argc, char **argv)
 					     {"backend", required_argument, NULL, O_BACKEND},
 					     {"domain", required_argument, NULL, O_DOMAIN},
 					     {"envd-version", required_argument, NULL, O_ENVD},
+					     {"default-user", required_argument, NULL, O_DUSER},
 					     {"cpu-count", required_argument, NULL, O_CPU},
 					     {"max-timeout", required_argument, NULL, O_MAXT},
 					     {"max-sandboxes", required_argument, NULL, O_MAXS},
@@ -161,6 +167,11 @@ main(int argc, char **argv)
 			break;
 		case O_ENVD:
 			a.envd_version = optarg;
+			break;
+		case O_DUSER:
+			if (strlen(optarg) > 32 || !e2b_input_text_ok(optarg, strlen(optarg), 32))
+				return log_error("Bad --default-user"), 2;
+			a.default_user = optarg;
 			break;
 		case O_CPU:
 			if (parse_uint(optarg, 1024, &v) < 0 || !v)

@@ -81,6 +81,19 @@ for id in $A $B $C $F1 $F2; do
 		org.warren.Warren1 /org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State"
 done
 
+# --- end to end with the agent (envd API) in a base sandbox: env vars and the token by /init,
+# commands, files, a request without the token refused, pause keeping a process's memory ---
+# (needs the agent's envd API and the gateway's routing by E2b-Sandbox-Id, branch envd)
+if grep -q E2b-Sandbox-Id "$LIBEXEC/warren-gateway"; then
+	[ -x /var/lib/warren/templates/base/rootfs/usr/bin/python3 ] ||
+		fail "the base template is not built (warren-template-build base)"
+	(cd "$E2B_DIR" && TEMPLATE=base timeout 300 node agent.mjs >"$T/agent.out" 2>&1) ||
+		{ cat "$T/agent.out" >&2; fail "the SDK's agent script failed"; }
+	sed 's/^/  sdk /' "$T/agent.out" >&2
+else
+	log "SKIP the agent part: this gateway does not route by E2b-Sandbox-Id (no envd API yet)"
+fi
+
 # --- a record survives the daemon's kill -9; its lifetime is the one it had ---
 hdr=(-H "X-API-Key: $KEY" -H 'Content-Type: application/json')
 code=$(status "${hdr[@]}" -d '{"templateID":"'"$TEMPLATE"'","timeout":600,"metadata":{"k":"v"}}' "$API/sandboxes")
