@@ -1,7 +1,15 @@
 /* warrenctl: a thin command-line client of org.warren.Warren1 on the system bus. Every command
  * is one or two D-Bus calls; human output by default, --json for scripts. */
+#include "api-keys.h"
+#include "macro.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
+#include <libgen.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -421,6 +429,151 @@ cmd_tags(void)
 	return 0;
 }
 
+/* apikey: E2B API keys for warren-e2b-api, kept hashed in a root-owned file (api-keys.h).
+ * Root only: the file is root's; create prints the key once, nothing else ever shows it. */
+static int
+apikey_read(const char *path, struct api_key *keys, size_t *n)
+{
+	int r = api_keys_load(path, keys, API_KEYS_MAX, n);
+	if (r == -ENOENT) {
+		*n = 0;
+		return 0;
+	}
+	if (r < 0)
+		fprintf(stderr, "warrenctl: %s: %s%s\n", path, strerror(-r),
+			r == -EPERM ? " (it must be root's, 0640 at most)" : "");
+	return r;
+}
+
+/* the whole file again: a temporary beside it, 0640 root:warren-e2b, fsync, rename */
+static int
+apikey_write(const char *path, const struct api_key *keys, size_t n)
+{
+	_cleanup_free_ char *text = api_keys_format(keys, n);
+	char tmp[4096];
+	if (!text || snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
+		return -ENOMEM;
+	int fd = mkstemp(tmp);
+	if (fd < 0)
+		return -errno;
+	struct group *g = getgrnam("warren-e2b");
+	int r = 0;
+	size_t len = strlen(text);
+	if (fchown(fd, 0, g ? g->gr_gid : 0) < 0 || fchmod(fd, 0640) < 0 ||
+	    write(fd, text, len) != (ssize_t)len || fsync(fd) < 0 || rename(tmp, path) < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s", path);
+	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+static int
+cmd_apikey(const char *path, const char *what, const char *arg)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "warrenctl apikey: run as root (the key file is root's)\n");
+		return 1;
+	}
+	if (!what || (strcmp(what, "create") && strcmp(what, "list") && strcmp(what, "revoke")) ||
+	    (!strcmp(what, "revoke") && !arg)) {
+		fprintf(stderr, "warrenctl apikey create [NAME] | list | revoke ID  [--api-keys PATH]\n");
+		return 2;
+	}
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s", path);
+	if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST)
+		return fail(-errno, NULL, "creating the key file's directory");
+	/* one writer at a time: a lock file beside the key file, root's */
+	char lock[4200];
+	snprintf(lock, sizeof lock, "%s.lock", path);
+	_cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
+		return fail(-errno, NULL, "locking the key file");
+	struct api_key *keys = calloc(API_KEYS_MAX + 1, sizeof *keys);
+	size_t n = 0;
+	if (!keys)
+		return 1;
+	int r = apikey_read(path, keys, &n);
+	if (r < 0)
+		return 1;
+	if (!strcmp(what, "list")) {
+		if (json)
+			printf("[");
+		else
+			printf("%-16s %-20s %s\n", "ID", "CREATED", "NAME");
+		for (size_t i = 0; i < n; i++) {
+			char when[32];
+			time_t t = (time_t)keys[i].created;
+			struct tm tm;
+			gmtime_r(&t, &tm);
+			strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+			if (json)
+				printf("%s{\"id\":\"%s\",\"created\":\"%s\",\"name\":\"%s\"}",
+				       i ? "," : "", keys[i].id, when, keys[i].name);
+			else
+				printf("%-16s %-20s %s\n", keys[i].id, when, keys[i].name);
+		}
+		if (json)
+			printf("]\n");
+		free(keys);
+		return 0;
+	}
+	if (!strcmp(what, "revoke")) {
+		size_t i;
+		for (i = 0; i < n && strcmp(keys[i].id, arg); i++)
+			;
+		if (i == n) {
+			fprintf(stderr, "warrenctl apikey: no key with id %s (warrenctl apikey list)\n", arg);
+			free(keys);
+			return 1;
+		}
+		memmove(keys + i, keys + i + 1, (n - i - 1) * sizeof *keys);
+		r = apikey_write(path, keys, n - 1);
+		free(keys);
+		return r < 0 ? fail(r, NULL, "writing the key file") : 0;
+	}
+	if (n >= API_KEYS_MAX) {
+		fprintf(stderr, "warrenctl apikey: %d keys already; revoke one first\n", API_KEYS_MAX);
+		free(keys);
+		return 1;
+	}
+	const char *name = arg ? arg : "";
+	char key[API_KEY_LEN + 1];
+	r = api_key_generate(key, &keys[n], name);
+	if (r == -EINVAL) {
+		fprintf(stderr, "warrenctl apikey: a name is [A-Za-z0-9._-], at most %d characters\n",
+			API_KEY_NAME_MAX);
+		free(keys);
+		return 2;
+	}
+	if (r >= 0)
+		r = apikey_write(path, keys, n + 1);
+	if (r < 0) {
+		free(keys);
+		return fail(r, NULL, "writing the key file");
+	}
+	if (json)
+		printf("{\"id\":\"%s\",\"key\":\"%s\"}\n", keys[n].id, key);
+	else
+		printf("%s\n", key);
+	if (!json)
+		fprintf(stderr, "API key %s created; it is shown only now (E2B_API_KEY=...)\n",
+			keys[n].id);
+	explicit_bzero(key, sizeof key);
+	free(keys);
+	return 0;
+}
+
 static void
 usage(void)
 {
@@ -437,7 +590,8 @@ usage(void)
 	       "  fork TAG COUNT           COUNT children from the tag's image\n"
 	       "  branch ID TAG COUNT      snapshot ID into TAG and fork COUNT children from it\n"
 	       "  tags | rmtag TAG\n"
-	       "  reclaim show | setup [MIB] [--no-zswap] | undo   swap file + zswap for reclaim\n");
+	       "  reclaim show | setup [MIB] [--no-zswap] | undo   swap file + zswap for reclaim\n"
+	       "  apikey create [NAME] | list | revoke ID [--api-keys PATH]   E2B API keys (root)\n");
 }
 
 int
@@ -477,6 +631,19 @@ main(int argc, char **argv)
 			json = true;
 		if (!strcmp(argv[i], "--no-zswap"))
 			zswap = false;
+	}
+	if (!strcmp(cmd, "apikey")) {
+		const char *keys = API_KEYS_DEFAULT_PATH, *pos[2] = {NULL, NULL};
+		int np = 0;
+		for (int i = optind; i < argc; i++) {
+			if (!strncmp(argv[i], "--api-keys=", 11))
+				keys = argv[i] + 11;
+			else if (!strcmp(argv[i], "--api-keys") && i + 1 < argc)
+				keys = argv[++i];
+			else if (argv[i][0] != '-' && np < 2)
+				pos[np++] = argv[i];
+		}
+		return cmd_apikey(keys, pos[0], pos[1]);
 	}
 	int r = sd_bus_open_system(&bus);
 	if (r < 0)

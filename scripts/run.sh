@@ -22,3 +22,5 @@ echo "  $url"
 echo "$page" | sed 's/^/  | /'
 echo
 echo "Destroy it with: warrenctl destroy $id    Stop Warren with: warren-launch stop"
+echo "E2B API (warren-e2b-api): E2B_API_URL=http://127.0.0.1:8302 E2B_SANDBOX_URL=http://127.0.0.1:8300"
+echo "  with E2B_API_KEY from: warrenctl apikey create NAME   (docs/E2B.md)"

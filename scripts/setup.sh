@@ -8,7 +8,7 @@ PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng
 	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev
 	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
 	valgrind procps util-linux netcat-openbsd clang libclang-rt-14-dev libglib2.0-bin
-	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev)
+	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev libssl-dev nodejs npm)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root" >&2
@@ -42,6 +42,12 @@ getent group warren-gateway >/dev/null || groupadd --system warren-gateway
 getent passwd warren-gateway >/dev/null ||
 	useradd --system --gid warren-gateway --home-dir /nonexistent --no-create-home \
 		--shell /usr/sbin/nologin --comment "Warren gateway" warren-gateway
+# the E2B control plane (warren-e2b-api): a D-Bus client of the supervisor; the bus policy names
+# this user, and the API key file is root:warren-e2b 0640
+getent group warren-e2b >/dev/null || groupadd --system warren-e2b
+getent passwd warren-e2b >/dev/null ||
+	useradd --system --gid warren-e2b --home-dir /nonexistent --no-create-home \
+		--shell /usr/sbin/nologin --comment "Warren E2B API" warren-e2b
 # the microVM backend's VMM drops to this user once its files are open
 getent group warren-vm >/dev/null || groupadd --system warren-vm
 getent passwd warren-vm >/dev/null ||
@@ -59,6 +65,8 @@ for u in netnsd snapshotd; do
 done
 install -d -m 0755 /var/lib/warren /var/lib/warren/templates /var/lib/warren/vm /run/warren
 install -d -m 0700 -o warren -g warren /var/lib/warren/state
+install -d -m 0700 -o warren-e2b -g warren-e2b /var/lib/warren/e2b
+install -d -m 0755 /etc/warren
 # snapshotd's store and reclaim swap file, its own (images written before 0.3 were root's)
 install -d -m 0700 -o warren-snapshotd -g warren-snapshotd /var/lib/warren/images \
 	/var/lib/warren/reclaim

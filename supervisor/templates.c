@@ -1,4 +1,4 @@
-/* Templates (supervisor): the built-in web and app, and user templates added over D-Bus,
+/* Templates (supervisor): the built-in web, app and base, and user templates added over D-Bus,
  * persisted under <state-dir>/templates/<name>. Validated here for a friendly error; netnsd
  * validates again before it starts anything. */
 #include "fileio.h"
@@ -154,6 +154,11 @@ templates_load(struct supervisor *s)
 	template_link(s, template_new("web", rootfs, web, 8080, 64ull << 20, true));
 	snprintf(rootfs, sizeof rootfs, "%s/app/rootfs", s->templates_dir);
 	template_link(s, template_new("app", rootfs, app, 8080, 512ull << 20, true));
+	/* E2B's default template (docs/E2B.md): nothing runs but the sandbox agent, whose envd API
+	 * port is the one probed for readiness; the program only keeps the sandbox alive */
+	static const char *const base[] = {"/bin/sleep", "infinity", NULL};
+	snprintf(rootfs, sizeof rootfs, "%s/base/rootfs", s->templates_dir);
+	template_link(s, template_new("base", rootfs, base, 49983, 512ull << 20, true));
 
 	char dir[512];
 	snprintf(dir, sizeof dir, "%s/templates", s->state_dir);

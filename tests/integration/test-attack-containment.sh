@@ -19,6 +19,8 @@ launch_env() {
 		WARREN_GATEWAY_OPTS="--port $GW_PORT" \
 		WARREN_SUPERVISOR_OPTS="--state-dir $T/l-state --gateway-url $GW \
 --cgroup-parent $CGROUP_PARENT" \
+		WARREN_E2B_API_OPTS="--listen 127.0.0.1:$((18400 + K)) --gateway 127.0.0.1:$GW_PORT \
+--state-dir $T/l-e2b --api-keys $T/l-api-keys" \
 		"$SOURCE/scripts/warren-launch" "$@"
 }
 trap 'rc=$?; [ -d "$LAUNCH_RUN/launch" ] && launch_env stop >/dev/null 2>&1; cleanup $rc' EXIT
@@ -31,13 +33,13 @@ capmask() {
 }
 CAP_DAC_OVERRIDE=1 CAP_NET_ADMIN=12 CAP_SYS_ADMIN=21
 declare -A USER_OF=([netnsd]=warren-netnsd [snapshotd]=warren-snapshotd
-	[gateway]=warren-gateway [supervisor]=warren)
+	[gateway]=warren-gateway [supervisor]=warren [e2b-api]=warren-e2b)
 # (no CAP_DAC_OVERRIDE: the spawner hands each sandbox's freezer and reclaim knobs to netnsd and
 # snapshotd, and snapshotd opens zswap's parameters before its drop; the freeze and the reclaim
 # below run with these sets)
 declare -A CAPS_OF=([netnsd]=$(capmask $CAP_NET_ADMIN $CAP_SYS_ADMIN)
 	[snapshotd]=$(capmask $CAP_SYS_ADMIN) [gateway]=$(capmask)
-	[supervisor]=$(capmask))
+	[supervisor]=$(capmask) [e2b-api]=$(capmask))
 field() { awk -v k="$2:" '$1 == k {$1 = ""; sub(/^ /, ""); print}' "/proc/$1/status"; }
 
 # check_identity HOW NAME PID [bounding]: uid, gid, groups, capabilities, no_new_privs, seccomp
@@ -99,10 +101,12 @@ declare -A LIVES=(
 	[netnsd]="allowed open-read open-update unshare-net socket-unix socket-netlink"
 	[snapshotd]="allowed open-read open-update open-write socket-unix"
 	[gateway]="allowed ioctl-fionread socket-unix socket-inet"
-	[supervisor]="allowed open-read open-update open-write socket-unix")
-for d in netnsd snapshotd gateway supervisor; do
+	[supervisor]="allowed open-read open-update open-write socket-unix"
+	[e2b-api]="allowed open-read open-update open-write ioctl-fionread socket-unix socket-inet")
+for d in netnsd snapshotd gateway supervisor e2b-api; do
 	args=(--socket "$T/probe-$d.sock")
 	[ $d = supervisor ] && args=(--state-dir "$T/probe-state" --templates-dir /var/lib/warren/templates)
+	[ $d = e2b-api ] && args=(--state-dir "$T/probe-state")
 	for p in "${PROBES[@]}"; do
 		rc=0
 		"$LIBEXEC/warren-$d" "${args[@]}" --seccomp-probe "$p" >"$T/probe.out" 2>&1 || rc=$?
@@ -170,6 +174,7 @@ TMPPROBE=/tmp/warren-privtmp-probe-t$K
 echo host >"$TMPPROBE"
 trap 'rc=$?; [ -d "$LAUNCH_RUN/launch" ] && launch_env stop >/dev/null 2>&1; umount "$ROPROBE" 2>/dev/null; rmdir "$ROPROBE" 2>/dev/null; rm -f "$TMPPROBE"; cleanup $rc' EXIT
 expect "control: the probe mount is writable on the host" sh -c "echo x >$ROPROBE/host && rm $ROPROBE/host"
+install -d -m 0700 -o warren-e2b -g warren-e2b "$T/l-e2b"
 launch_env start >"$T/launch.out" 2>&1 ||
 	fail "warren-launch did not start: $(cat "$T/launch.out"; tail -5 "$T"/l-log/*.log)"
 for d in netnsd snapshotd gateway supervisor; do
@@ -196,6 +201,10 @@ for d in netnsd snapshotd gateway supervisor; do
 	expect "warren-launch $d: another mount namespace than the host's" \
 		test "$(readlink /proc/$pid/ns/mnt)" != "$(readlink /proc/self/ns/mnt)"
 done
+wait_for 10 test -s "$LAUNCH_RUN/launch/e2b-api.pid" || fail "warren-launch did not start e2b-api"
+wait_for 10 curl -fsS "http://127.0.0.1:$((18400 + K))/health" ||
+	fail "warren-launch's e2b-api does not answer: $(tail -5 "$T/l-log/e2b-api.log")"
+check_identity warren-launch e2b-api "$(cat "$LAUNCH_RUN/launch/e2b-api.pid")" bounding
 expect "warren-launch supervisor: its own network namespace (PrivateNetwork=yes)" \
 	test "$(readlink /proc/$(cat "$LAUNCH_RUN/launch/supervisor.pid")/ns/net)" != \
 	"$(readlink /proc/self/ns/net)"

@@ -37,6 +37,14 @@ warren-snapshotd.service CapabilityBoundingSet CAP_SYS_ADMIN CAP_DAC_OVERRIDE CA
 warren-snapshotd.service NoNewPrivileges yes
 warren-snapshotd.service RestrictAddressFamilies AF_UNIX
 warren-snapshotd.service PrivateNetwork yes
+warren-e2b-api.service Type notify
+warren-e2b-api.service User warren-e2b
+warren-e2b-api.service Group warren-e2b
+warren-e2b-api.service CapabilityBoundingSet -
+warren-e2b-api.service AmbientCapabilities -
+warren-e2b-api.service NoNewPrivileges yes
+warren-e2b-api.service RestrictAddressFamilies AF_UNIX AF_INET
+warren-e2b-api.service ReadWritePaths /var/lib/warren/e2b
 warren-netnsd.socket SocketUser root
 warren-netnsd.socket SocketGroup warren
 warren-netnsd.socket SocketMode 0660
@@ -93,6 +101,8 @@ absent=()
 for e in $EXTERNAL_UNITS; do installed "$e" || absent+=("$e"); done
 log "external units not installed here: ${absent[*]:-none}"
 cp "$SOURCE"/units/*.service "$SOURCE"/units/*.socket "$T/"
+# the binaries under test (WARREN_LIBEXEC), which may not be installed under /usr/local yet
+sed -i "s|^ExecStart=/usr/local/libexec/warren/|ExecStart=$LIBEXEC/|" "$T"/*.service
 rc=0
 out=$(cd "$T" && SYSTEMD_LOG_LEVEL=warning systemd-analyze verify --man=no ./*.service ./*.socket 2>&1) || rc=$?
 rest=$out

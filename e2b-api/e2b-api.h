@@ -1,0 +1,97 @@
+/* warren-e2b-api: the E2B control plane, an unprivileged D-Bus client of the supervisor that
+ * serves E2B's REST API (spec/openapi.yml of e2b-dev/E2B) over HTTP. Its own state (lifetimes,
+ * metadata, access tokens) is a file it writes atomically; it holds no privilege a member of
+ * group warren does not hold. */
+#pragma once
+#include <event2/event.h>
+#include <event2/http.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <systemd/sd-bus.h>
+
+#include "api-keys.h"
+#include "e2b-input.h"
+
+struct seccomp_policy;
+
+#define E2B_ENVD_PORT 49983
+#define E2B_TOKEN_HEX 64 /* envdAccessToken: 32 random bytes */
+
+struct e2b_sandbox {
+	char id[E2B_ID_LEN + 1];
+	char template[E2B_TEMPLATE_MAX + 1];
+	uint64_t started_usec; /* realtime */
+	uint64_t end_usec;     /* realtime: killed (or paused) then, unless paused */
+	uint32_t timeout_s;    /* the last timeout asked, applied again on resume */
+	bool auto_pause, paused;
+	char token[E2B_TOKEN_HEX + 1]; /* envdAccessToken of a secure sandbox, else "" */
+	struct e2b_kv meta[E2B_META_MAX];
+	size_t n_meta;
+	struct e2b_sandbox *next;
+};
+
+struct e2b_api {
+	struct event_base *base;
+	struct evhttp *http;
+	sd_bus *bus;
+	int state_dir_fd;
+	const char *keys_path;
+	struct api_key *keys;
+	size_t n_keys;
+	struct stat keys_st;
+	bool keys_st_valid;
+	struct e2b_sandbox *sandboxes;
+	size_t n_sandboxes, max_sandboxes;
+	struct sockaddr_in gateway;
+	const char *domain, *envd_version, *backend, *default_user;
+	unsigned cpu_count;
+	uint32_t max_timeout_s;
+	unsigned tick;
+	struct event *timer;
+	/* fork tags still to remove: RemoveTag is refused while a child is being restored */
+	char pending_tags[16][32];
+	size_t n_pending_tags;
+};
+
+/* e2b-store.c: records and the state file */
+struct e2b_sandbox *e2b_store_find(struct e2b_api *a, const char *id);
+struct e2b_sandbox *e2b_store_add(struct e2b_api *a, const char *id, const char *template);
+void e2b_store_remove(struct e2b_api *a, struct e2b_sandbox *s);
+int e2b_store_save(struct e2b_api *a);
+int e2b_store_load(struct e2b_api *a);
+uint64_t e2b_now_usec(void);
+
+/* e2b-bus.c: calls to org.warren.Warren1 */
+struct e2b_bus_entry {
+	char id[E2B_ID_LEN + 1];
+	char state[24];
+};
+int e2b_bus_create(struct e2b_api *a, const char *template, char id[E2B_ID_LEN + 1],
+		   sd_bus_error *e);
+int e2b_bus_sandbox_call(struct e2b_api *a, const char *id, const char *method, sd_bus_error *e);
+int e2b_bus_state(struct e2b_api *a, const char *id, char *state, size_t len);
+int e2b_bus_memory_current(struct e2b_api *a, const char *id, uint64_t *bytes);
+/* malloc'd array of the supervisor's sandboxes (*n of them); -errno if it cannot be asked */
+int e2b_bus_list(struct e2b_api *a, struct e2b_bus_entry **out, size_t *n);
+/* the template's memory limit; -ENOENT if there is no such template */
+int e2b_bus_template_memory(struct e2b_api *a, const char *template, uint64_t *bytes);
+/* BranchSandbox(id, tag, count): the children's ids in ids[*n] */
+int e2b_bus_branch(struct e2b_api *a, const char *id, const char *tag, unsigned count,
+		   char (*ids)[E2B_ID_LEN + 1], size_t *n, sd_bus_error *e);
+/* RemoveTag(tag): 0 when it is gone (or was), -EBUSY while a child is restored from it */
+int e2b_bus_remove_tag(struct e2b_api *a, const char *tag);
+/* HTTP status for a D-Bus error from the supervisor */
+int e2b_bus_error_status(const sd_bus_error *e, int r);
+
+/* e2b-agent.c: the sandbox agent's /init (envd API) through the gateway */
+int e2b_agent_init(struct e2b_api *a, const char *id, const char *body, size_t len,
+		   const char *access_token, int deadline_ms, char *why, size_t whylen);
+
+/* e2b-http.c */
+int e2b_http_start(struct e2b_api *a, int listen_fd);
+void e2b_http_tick(evutil_socket_t fd, short what, void *arg);
+
+/* e2b-api-sandbox.c */
+extern const struct seccomp_policy e2b_api_seccomp;

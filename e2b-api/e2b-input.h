@@ -1,0 +1,45 @@
+/* warren-e2b-api: the checks every string from HTTP goes through before it is used, stored or
+ * sent on D-Bus (pure functions: unit-tested and fuzzed). Limits are small and named here. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define E2B_ID_LEN 12		/* Warren's sandbox ids: 12 lower-case hex digits */
+#define E2B_TEMPLATE_MAX 64	/* template names: [A-Za-z0-9._-] */
+#define E2B_META_MAX 64		/* metadata pairs per sandbox */
+#define E2B_META_KEY_MAX 128	/* bytes */
+#define E2B_META_VALUE_MAX 1024 /* bytes */
+#define E2B_ENV_MAX 256		/* env vars per /init */
+#define E2B_ENV_NAME_MAX 256
+#define E2B_ENV_VALUE_MAX 32768
+#define E2B_BODY_MAX (1024 * 1024)
+#define E2B_TOKEN_MAX 64 /* nextToken */
+
+enum e2b_state_mask { E2B_STATE_RUNNING = 1, E2B_STATE_PAUSED = 2 };
+
+struct e2b_kv {
+	char *key, *value;
+};
+
+/* A string that may be stored and sent on: at most max bytes, valid UTF-8, no control
+ * character (C0, DEL, C1), as the supervisor's D-Bus input rule. */
+bool e2b_input_text_ok(const char *s, size_t len, size_t max);
+bool e2b_input_id_ok(const char *s);
+bool e2b_input_template_ok(const char *s);
+bool e2b_input_env_name_ok(const char *s);
+/* "key=value&k2=v2", each part percent-decoded (as the SDK sends metadata filters); at most
+ * E2B_META_MAX pairs, each checked like stored metadata. Fills out (malloc'd strings, free
+ * with e2b_kv_free). 0, -EINVAL, -E2BIG. */
+int e2b_input_parse_metadata_query(const char *q, struct e2b_kv *out, size_t max, size_t *n);
+void e2b_kv_free(struct e2b_kv *kv, size_t n);
+/* "running,paused" (form style, explode=false) -> mask; -EINVAL on anything else */
+int e2b_input_parse_states(const char *s, unsigned *mask);
+/* "1".."100" -> limit; -EINVAL otherwise */
+int e2b_input_parse_limit(const char *s, unsigned *limit);
+/* a nextToken as written by e2b_input_format_token: "<started usec>_<id>" */
+int e2b_input_parse_token(const char *s, uint64_t *started_usec, char id[E2B_ID_LEN + 1]);
+void e2b_input_format_token(uint64_t started_usec, const char *id, char out[E2B_TOKEN_MAX]);
+/* percent-decode into out (at most outlen-1 bytes); '+' is a space; -EINVAL on a bad escape or
+ * an embedded NUL */
+int e2b_input_unescape(const char *in, size_t inlen, char *out, size_t outlen);

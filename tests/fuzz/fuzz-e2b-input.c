@@ -1,0 +1,96 @@
+/* libFuzzer harness: warren-e2b-api's checks of HTTP input (e2b-api/e2b-input.c) and the API
+ * key file parser (common/api-keys.c). Beyond "no crash": every metadata pair the query
+ * parser accepts passes the stored-text rule (no control character, bounded), a parsed
+ * nextToken formats back to the same string, and a key file that parses formats back to a file
+ * that parses to the same keys. The first byte picks the parser. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api-keys.h"
+#include "e2b-input.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1 || size > 64 * 1024)
+		return 0;
+	char *s = malloc(size);
+	memcpy(s, data + 1, size - 1);
+	s[size - 1] = 0;
+	size_t len = size - 1;
+	switch (data[0] % 5) {
+	case 0: {
+		struct e2b_kv kv[E2B_META_MAX];
+		size_t n = 0;
+		if (e2b_input_parse_metadata_query(s, kv, E2B_META_MAX, &n) == 0) {
+			if (n > E2B_META_MAX)
+				__builtin_trap();
+			for (size_t i = 0; i < n; i++)
+				if (!e2b_input_text_ok(kv[i].key, strlen(kv[i].key),
+						       E2B_META_KEY_MAX) ||
+				    !e2b_input_text_ok(kv[i].value, strlen(kv[i].value),
+						       E2B_META_VALUE_MAX))
+					__builtin_trap();
+			e2b_kv_free(kv, n);
+		} else if (n != 0)
+			__builtin_trap();
+		break;
+	}
+	case 1: {
+		uint64_t us;
+		char id[E2B_ID_LEN + 1], back[E2B_TOKEN_MAX];
+		if (e2b_input_parse_token(s, &us, id) == 0) {
+			e2b_input_format_token(us, id, back);
+			/* leading zeros are the one spelling that may differ */
+			if (s[0] != '0' && strcmp(back, s))
+				__builtin_trap();
+		}
+		unsigned m, l;
+		e2b_input_parse_states(s, &m);
+		e2b_input_parse_limit(s, &l);
+		break;
+	}
+	case 2: {
+		bool ok = e2b_input_text_ok(s, len, len);
+		for (size_t i = 0; ok && i < len; i++)
+			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+				__builtin_trap();
+		e2b_input_template_ok(s);
+		e2b_input_env_name_ok(s);
+		e2b_input_id_ok(s);
+		break;
+	}
+	case 3: {
+		struct api_key *keys = calloc(64, sizeof *keys), *again = calloc(64, sizeof *again);
+		size_t n = 0, n2 = 0;
+		if (api_keys_parse(s, len, keys, 64, &n) == 0) {
+			char *text = api_keys_format(keys, n);
+			if (!text || api_keys_parse(text, strlen(text), again, 64, &n2) != 0 ||
+			    n2 != n)
+				__builtin_trap();
+			for (size_t i = 0; i < n; i++) /* field by field: the struct has padding */
+				if (strcmp(keys[i].id, again[i].id) ||
+				    strcmp(keys[i].name, again[i].name) ||
+				    memcmp(keys[i].digest, again[i].digest, 32) ||
+				    keys[i].created != again[i].created)
+					__builtin_trap();
+			free(text);
+		}
+		free(keys);
+		free(again);
+		break;
+	}
+	case 4: {
+		char out[256];
+		e2b_input_unescape(s, len, out, sizeof out);
+		break;
+	}
+	}
+	free(s);
+	return 0;
+}
