@@ -8,7 +8,7 @@ PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng
 	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev
 	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
 	valgrind procps util-linux netcat-openbsd clang libclang-rt-14-dev libglib2.0-bin
-	qemu-system-x86 linux-image-cloud-amd64 cpio lz4)
+	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 skopeo umoci libjansson-dev)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root" >&2
@@ -57,7 +57,13 @@ for u in netnsd snapshotd; do
 		useradd --system --gid warren-$u --home-dir /nonexistent --no-create-home \
 			--shell /usr/sbin/nologin --comment "Warren $u helper" warren-$u
 done
+# warren-importd unpacks OCI images as this user, with no privilege (importd/import-stage.c)
+getent group warren-import >/dev/null || groupadd --system warren-import
+getent passwd warren-import >/dev/null ||
+	useradd --system --gid warren-import --home-dir /nonexistent --no-create-home \
+		--shell /usr/sbin/nologin --comment "Warren OCI image unpacker" warren-import
 install -d -m 0755 /var/lib/warren /var/lib/warren/templates /var/lib/warren/vm /run/warren
+install -d -m 0711 /var/lib/warren/import
 install -d -m 0700 -o warren -g warren /var/lib/warren/state
 # snapshotd's store and reclaim swap file, its own (images written before 0.3 were root's)
 install -d -m 0700 -o warren-snapshotd -g warren-snapshotd /var/lib/warren/images \

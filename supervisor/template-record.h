@@ -13,6 +13,8 @@
 #define TEMPLATE_STANDBY_MAX 16
 #define TEMPLATE_MEMORY_MIN (16ull << 20)
 #define TEMPLATE_MEMORY_MAX (1ull << 50) /* the host's own bound is AddTemplate's check */
+#define TEMPLATE_ENVC_MAX 128 /* environment entries (KEY=value) */
+#define TEMPLATE_ID_MAX 65534 /* uid and gid of the program */
 
 struct template_record {
 	char *rootfs;
@@ -24,7 +26,15 @@ struct template_record {
 	uint32_t idle_ms;
 	bool warm;
 	unsigned standby;
+	char **env; /* NULL-terminated KEY=value, may be NULL when envc is 0 */
+	size_t envc;
+	char *cwd;  /* NULL: / */
+	bool user_set;
+	uint32_t uid, gid;
+	bool imported; /* its tree was made by warren-importd (removed with it) */
 };
+/* An environment entry: KEY=value, KEY not empty and without '=' (checked as every string). */
+bool template_env_valid(const char *e);
 
 /* Every field of a record in range (strings: bounded, no control characters; rootfs absolute;
  * 1..64 arguments, the first not empty; port 1-65535; memory 16 MiB..1 PiB; standby <= 16);

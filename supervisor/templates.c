@@ -62,7 +62,14 @@ template_to_record(const struct template *t)
 					.allow_outbound = t->allow_outbound,
 					.idle_ms = t->idle_ms,
 					.warm = t->warm,
-					.standby = t->standby};
+					.standby = t->standby,
+					.env = t->env,
+					.envc = t->envc,
+					.cwd = t->cwd,
+					.user_set = t->user_set,
+					.uid = t->uid,
+					.gid = t->gid,
+					.imported = t->imported};
 }
 
 static int
@@ -135,6 +142,13 @@ template_load_one(struct supervisor *s, const char *dir, const char *name)
 	t->idle_ms = rec.idle_ms;
 	t->warm = rec.warm;
 	t->standby = rec.standby;
+	t->env = rec.env;
+	t->envc = rec.envc;
+	t->cwd = rec.cwd;
+	t->user_set = rec.user_set;
+	t->uid = rec.uid;
+	t->gid = rec.gid;
+	t->imported = rec.imported;
 	return t;
 }
 
@@ -231,6 +245,10 @@ template_free(struct template *t)
 	for (size_t i = 0; i < t->argc; i++)
 		free(t->argv[i]);
 	free(t->argv);
+	for (size_t i = 0; i < t->envc; i++)
+		free(t->env[i]);
+	free(t->env);
+	free(t->cwd);
 	free(t);
 }
 
@@ -305,6 +323,8 @@ template_remove(struct supervisor *s, const char *name, sd_bus_error *err)
 			*pp = t->next;
 			break;
 		}
+	if (t->imported)
+		template_import_remove_tree(name); /* importd made its tree: it goes too */
 	log_info("Template %s removed", name);
 	template_free(t);
 	return 0;

@@ -34,6 +34,8 @@ struct microvm_start {
 	size_t argc;
 	char *const *env;
 	size_t envc;
+	const char *cwd;   /* NULL or "": / */
+	uint32_t uid, gid; /* the program's ids in the guest */
 	unsigned port;
 	uint64_t memory_limit;
 	int nsfd;
