@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <systemd/sd-bus.h>
 #include <time.h>
 #include <unistd.h>
@@ -124,7 +125,10 @@ json_value(sd_bus_message *m)
 				putchar(',');
 			first = 0;
 			if (dict) {
-				sd_bus_message_enter_container(m, 'e', contents + 1);
+				char inner[64]; /* "{sv}" -> "sv" */
+				snprintf(inner, sizeof inner, "%.*s", (int)strlen(contents) - 2,
+					 contents + 1);
+				sd_bus_message_enter_container(m, 'e', inner);
 				char kt;
 				sd_bus_message_peek_type(m, &kt, NULL);
 				const char *k = NULL;
@@ -1221,6 +1225,26 @@ cmd_template_import(int argc, char **argv)
 	}
 	if (!format)
 		format = S_ISDIR(st.st_mode) ? "oci" : "oci-archive";
+	/* A layout directory goes as a tar stream (an oci-archive is a tar of a layout), read
+	 * here with the caller's rights: Warren's unpacker has none of its own on the caller's
+	 * files (umoci and skopeo write layouts 0600). */
+	pid_t tar = -1;
+	if (!strcmp(format, "oci") && S_ISDIR(st.st_mode) && !flag("no-stream")) {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0 || (tar = fork()) < 0) {
+			fprintf(stderr, "warrenctl: template import: %m\n");
+			return 1;
+		}
+		if (tar == 0) {
+			dup2(p[1], 1);
+			execlp("tar", "tar", "-C", path, "-cf", "-", ".", (char *)NULL);
+			_exit(127);
+		}
+		close(p[1]);
+		close(fd);
+		fd = p[0];
+		format = "oci-archive";
+	}
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL, *reply = NULL;
 	sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
@@ -1254,6 +1278,8 @@ cmd_template_import(int argc, char **argv)
 	int r = call_with_progress(m, &e, &reply, name);
 	close(fd);
 	free(src);
+	if (tar > 0)
+		waitpid(tar, NULL, 0);
 	if (r < 0)
 		return fail(r, &e, "template import");
 	if (json) {
@@ -1299,6 +1325,7 @@ static const struct option import_opts[] = {TEMPLATE_OPTS,
 					    {"cmd", required_argument, NULL, 0},
 					    {"ref", required_argument, NULL, 0},
 					    {"no-vm-image", no_argument, NULL, 0},
+					    {"no-stream", no_argument, NULL, 0},
 					    {}};
 
 static const struct command commands[] = {

@@ -284,8 +284,12 @@ static int
 copy_source(int fd, const char *path, uint64_t max, int out, const char *name)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return job_error(out, "the source is not a regular file");
+	/* a file, or a pipe (warrenctl streams a layout directory as a tar, read with the
+	 * caller's rights) */
+	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode)))
+		return job_error(out, "the source is not a regular file or a pipe");
+	if (S_ISFIFO(st.st_mode))
+		st.st_size = 0;
 	if ((uint64_t)st.st_size > max)
 		return job_error(out, "the source is larger than %llu bytes",
 				 (unsigned long long)max);
@@ -340,8 +344,8 @@ import_stage_run(const struct importd *d, const char *workdir, const char *store
 			return r;
 		snprintf(src, sizeof src, "%s:%s%s%s", format, path, reference[0] ? ":" : "",
 			 reference);
+		close(source_fd); /* copied; a layout directory stays open for skopeo */
 	}
-	close(source_fd);
 	job_progress(out, name, "fetching", 0, 1);
 	snprintf(dst, sizeof dst, "oci:%s:%s", store, name);
 	char *skopeo[] = {(char *)d->skopeo, "--insecure-policy", "copy", "--quiet", src, dst,

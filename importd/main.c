@@ -435,10 +435,11 @@ handle_import(struct ipc_call *call, void *ud)
 		return ipc_call_violation(call, -EINVAL, "bad import request");
 	struct stat st;
 	if (fstat(call->fds[0], &st) < 0 ||
-	    (!strcmp(q->format, "oci") ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
+	    (!strcmp(q->format, "oci") ? !S_ISDIR(st.st_mode)
+				       : !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))))
 		return ipc_call_error(call, -EINVAL,
 				      "the source must be a directory for oci and a regular file "
-				      "for an archive");
+				      "or a pipe for an archive");
 	if (d->job_call)
 		return ipc_call_error(call, -EBUSY, "another import (%s) is running; try again "
 						    "when it is done",
