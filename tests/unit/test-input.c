@@ -186,6 +186,7 @@ test_record_load_refuses(void **state)
 	/* env, cwd, user (issue 15): escaped like argv, checked on load */
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv=A=1\nenv=B=x%0Ay\ncwd=/www\nuid=1000\ngid=1000\n"), 0);
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv=NOEQUALS\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv=B=x%0Awarm=1\n"), -EBADMSG);
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv==x\n"), -EBADMSG);
 	assert_int_equal(parse("format=2\n" BASE "arg=x\ncwd=www\n"), -EBADMSG); /* relative */
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nuid=1000\n"), -EBADMSG); /* no gid */
