@@ -1415,7 +1415,7 @@ run_command(const struct command *c, int argc, char **argv)
 	/* exec's command is everything after the id: stop at the first non-option (template add
 	 * takes its command after "--", which ends the options anyway) */
 	bool stop_at_args = !strcmp(c->name, "exec");
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt re-reads the ordering ("+") of this optstring */
 	opterr = 0;
 	int o;
 	while ((o = getopt_long(argc, argv, stop_at_args ? "+hj" : "hj", all, NULL)) >= 0) {

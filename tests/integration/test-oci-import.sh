@@ -68,7 +68,7 @@ log "ok: the image's command, env, working directory, user and port became the t
 
 # the oci-archive, root's 0600: read through the fd warrenctl opened, with options overriding
 out=$(warrenctl template import hello2 "oci-archive:$B/img.tar:v1" --env FOO=overridden \
-	--env EXTRA=1 --cwd /www/sub --memory 96 2>/dev/null) || fail "import of the oci-archive failed: $out"
+	--env EXTRA=1 --cwd /www/sub --memory 96 2>"$T/err") || fail "import of the oci-archive failed: $out $(cat "$T/err")"
 show=$(warrenctl --json template show hello2)
 python3 - "$show" <<'EOF' || fail "options did not override the image's: $show"
 import json, sys
