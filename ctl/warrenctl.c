@@ -1458,10 +1458,13 @@ run_command(const struct command *c, int argc, char **argv)
 		command_help(c, stderr);
 		return 2;
 	}
-	int r = sd_bus_open_system(&bus);
-	if (r < 0)
-		return fail(r, NULL, "connecting to the system bus");
 	cmd_name = c->name;
+	int r = sd_bus_open_system(&bus);
+	if (r < 0) {
+		fprintf(stderr, "warrenctl: %s: cannot reach the system bus (%s): is dbus running?\n",
+			c->name, strerror(-r));
+		return 1;
+	}
 	return c->fn(nargs, args);
 }
 
