@@ -80,7 +80,8 @@ EOF
 log "ok: --env/--cwd/--memory override the image's"
 
 # ---- it runs, on both backends, as the image says ----------------------------------------------
-app_pid='for p in /proc/[0-9]*; do grep -q httpd $p/cmdline 2>/dev/null && { echo ${p#/proc/}; break; }; done'
+# the template's program: argv "/bin/busybox httpd ..." (strings prints argv one a line)
+app_pid='for p in /proc/[0-9]*; do [ "$(strings $p/cmdline 2>/dev/null | head -2 | tr "\n" " ")" = "/bin/busybox httpd " ] && { echo ${p#/proc/}; break; }; done'
 check_sandbox() { # check_sandbox BACKEND TEMPLATE PAGE CWD FOO
 	local backend=$1 tpl=$2 page=$3 cwd=$4 foo=$5 id pid
 	id=$(warrenctl create "$tpl" --wait --backend "$backend" | awk '{print $1}')
@@ -207,8 +208,8 @@ set +e
 err=$(warrenctl template import private "oci:$B/img:v1" --no-stream 2>&1)
 rc=$?
 set -e
-expect "a layout only root may read is not read by the unpacker: it is not root ($err)" \
-	sh -c "test $rc != 0 && grep -q 'permission denied' <<<'$err'"
+expect "a layout only root may read is not read by the unpacker: it is not root ($err)" test "$rc" != 0
+expect "the unpacker was refused by the file's mode" grep -q 'permission denied' <<<"$err"
 expect "no template private exists" test ! -e "$TPL/private"
 expect "nothing is left in the staging directory" \
 	test -z "$(find "$T/import" -mindepth 1 -maxdepth 1 -name 'job-*' -print -quit)"
@@ -219,9 +220,11 @@ err=$(warrenctl template import 'Bad/Name' "oci:$B/img:v1" 2>&1)
 rc=$?
 set -e
 expect "a bad template name is refused before any work ($err)" test "$rc" != 0
-expect "the message is in the user's terms" sh -c "! grep -q 'org.warren\|/org/' <<<'$err'"
+in_user_terms() { ! grep -q 'org\.warren\|/org/' <<<"$1"; }
+expect "the message is in the user's terms" in_user_terms "$err"
 warrenctl template rm hello2 hlin
-expect "template rm removes an imported template's tree" test ! -e "$TPL/hello2" -a ! -e "$TPL/hlin"
+expect "template rm removes an imported template's tree" \
+	wait_for 20 test ! -e "$TPL/hello2" -a ! -e "$TPL/hlin"
 expect "and its record" sh -c "! warrenctl template show hello2 2>/dev/null"
 expect "the other imported templates stay" test -d "$TPL/hello/rootfs"
 log "PASS"
