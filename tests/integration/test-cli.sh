@@ -81,7 +81,6 @@ expect "destroy by prefix" warrenctl destroy "${b:0:9}"
 wait_for 20 sh -c "! warrenctl ps --quiet | grep -q $b" || fail "$b still listed"
 
 # templates: add with env/cwd/user, list, show (read back), rm
-install -d -m 0755 /var/lib/warren/templates/cli-t$K
 W=/var/lib/warren/templates/web/rootfs
 expect "template add" warrenctl template add "cli-t$K" "$W" --port 8080 --memory 80 \
 	--env GREETING=hi --cwd /www --user 1000:1000 --idle-ms 5000 -- /bin/busybox httpd -f -p 8080 -h .
