@@ -81,7 +81,7 @@ log "ok: --env/--cwd/--memory override the image's"
 
 # ---- it runs, on both backends, as the image says ----------------------------------------------
 # the template's program: argv "/bin/busybox httpd ..." (strings prints argv one a line)
-app_pid='for p in /proc/[0-9]*; do [ "$(strings $p/cmdline 2>/dev/null | head -2 | tr "\n" " ")" = "/bin/busybox httpd " ] && { echo ${p#/proc/}; break; }; done'
+app_pid='for p in /proc/[0-9]*; do [ "$(strings $p/cmdline 2>/dev/null | head -2 | tr "\n" " ")" = "/bin/busybox httpd " ] && { echo ${p#/proc/}; break; }; done; true'
 check_sandbox() { # check_sandbox BACKEND TEMPLATE PAGE CWD FOO
 	local backend=$1 tpl=$2 page=$3 cwd=$4 foo=$5 id pid
 	id=$(warrenctl create "$tpl" --wait --backend "$backend" | awk '{print $1}')
