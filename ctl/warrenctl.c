@@ -259,7 +259,7 @@ resolve_id(const char *arg, char **full)
 			matches = 1;
 			break;
 		}
-		if (len && !strncmp(ids[i], arg, len)) {
+		if (!strncmp(ids[i], arg, len)) { /* "" is a prefix of every id */
 			match = ids[i];
 			matches++;
 		}
