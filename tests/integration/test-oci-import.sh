@@ -88,8 +88,9 @@ check_sandbox() { # check_sandbox BACKEND TEMPLATE PAGE CWD FOO
 	[[ $id =~ ^[0-9a-f]{12}$ ]] || fail "$backend: no sandbox from $tpl"
 	expect "$backend: the imported template serves its page through the gateway" \
 		sh -c "curl -fsS --max-time 60 $(sb_url "$id") | grep -q '$page'"
-	pid=$(warrenctl exec "$id" -- /bin/busybox sh -c "$app_pid")
-	[ -n "$pid" ] || fail "$backend: no httpd process inside"
+	local rc=0
+	pid=$(warrenctl exec "$id" -- /bin/busybox sh -c "$app_pid" 2>"$T/exec.err") || rc=$?
+	[ -n "$pid" ] || fail "$backend: no httpd process inside (exec status $rc: $(tr '\n' '|' <"$T/exec.err"); ps: $(warrenctl exec "$id" -- /bin/busybox ps 2>&1 | tr '\n' '|'))"
 	local env cwd uid
 	env=$(warrenctl exec "$id" -- /bin/busybox strings "/proc/$pid/environ")
 	cwd=$(warrenctl exec "$id" -- /bin/busybox readlink "/proc/$pid/cwd")
