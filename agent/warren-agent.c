@@ -25,6 +25,7 @@
  * (Debian's kernel has no CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES; Firecracker >= 1.8 has ACPI). */
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <net/route.h>
@@ -198,12 +199,30 @@ switch_to_disk_root(void)
 	return 0;
 }
 
+/* The template's working directory and ids (warren.cwd=<hex>, warren.user=UID:GID), applied
+ * to the template's program only; execs keep root in /. */
+static const char *app_cwd;
+static bool app_user_set;
+static uid_t app_uid;
+static gid_t app_gid;
+static bool applying_app_identity;
+
 static pid_t
 start_program(char **argv, char **env, int out_fd, int err_fd)
 {
 	pid_t pid = fork();
 	if (pid != 0)
 		return pid;
+	if (applying_app_identity) {
+		if (app_cwd && chdir(app_cwd) < 0)
+			say("cannot enter %s: %s\n", app_cwd, strerror(errno));
+		if (app_user_set && (setgroups(0, NULL) < 0 || setgid(app_gid) < 0 ||
+				     setuid(app_uid) < 0)) {
+			say("cannot become %u:%u: %s\n", (unsigned)app_uid, (unsigned)app_gid,
+			    strerror(errno));
+			_exit(126);
+		}
+	}
 	setsid();
 	sigset_t none;
 	sigemptyset(&none);
@@ -618,8 +637,20 @@ main(int argc, char **argv)
 			if (fd >= 0)
 				close(fd);
 		}
+	char **cwd = cmdline_vector(cmdline, "warren.cwd");
+	if (cwd && cwd[0] && cwd[0][0] == '/')
+		app_cwd = cwd[0];
+	const char *user = strstr(cmdline, " warren.user=");
+	unsigned u, g;
+	if (user && sscanf(user, " warren.user=%u:%u", &u, &g) == 2 && u <= 65534 && g <= 65534) {
+		app_user_set = true;
+		app_uid = u;
+		app_gid = g;
+	}
 	int console = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	applying_app_identity = true;
 	app_pid = start_program(prog, env, console, console);
+	applying_app_identity = false;
 	if (console >= 0)
 		close(console);
 	if (!disk)

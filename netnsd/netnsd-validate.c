@@ -74,6 +74,11 @@ netnsd_validate_spawn(const Warren__V1__SpawnSandboxRequest *q, uint64_t mem_tot
 		return why_err(-EINVAL, why, size, "bad port");
 	if (!q->rootfs || !q->rootfs[0] || strlen(q->rootfs) >= PATH_MAX)
 		return why_err(-EINVAL, why, size, "bad rootfs");
+	/* the template's working directory and ids (OCI imports): inside the sandbox only */
+	if (!q->cwd || (q->cwd[0] && (q->cwd[0] != '/' || !string_valid(q->cwd, NETNSD_MAX_ARG_LEN))))
+		return why_err(-EINVAL, why, size, "bad working directory");
+	if (q->uid > 65534 || q->gid > 65534)
+		return why_err(-EINVAL, why, size, "bad uid or gid");
 	return 0;
 }
 

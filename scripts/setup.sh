@@ -8,7 +8,7 @@ PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng
 	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev
 	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
 	valgrind procps util-linux netcat-openbsd clang libclang-rt-14-dev libglib2.0-bin
-	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev libssl-dev nodejs npm)
+	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev libssl-dev nodejs npm skopeo umoci)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root" >&2
@@ -63,7 +63,13 @@ for u in netnsd snapshotd; do
 		useradd --system --gid warren-$u --home-dir /nonexistent --no-create-home \
 			--shell /usr/sbin/nologin --comment "Warren $u helper" warren-$u
 done
+# warren-importd unpacks OCI images as this user, with no privilege (importd/import-stage.c)
+getent group warren-import >/dev/null || groupadd --system warren-import
+getent passwd warren-import >/dev/null ||
+	useradd --system --gid warren-import --home-dir /nonexistent --no-create-home \
+		--shell /usr/sbin/nologin --comment "Warren OCI image unpacker" warren-import
 install -d -m 0755 /var/lib/warren /var/lib/warren/templates /var/lib/warren/vm /run/warren
+install -d -m 0711 /var/lib/warren/import
 install -d -m 0700 -o warren -g warren /var/lib/warren/state
 install -d -m 0700 -o warren-e2b -g warren-e2b /var/lib/warren/e2b
 install -d -m 0755 /etc/warren

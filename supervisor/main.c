@@ -60,6 +60,7 @@ main(int argc, char **argv)
 					     {"cgroup-parent", required_argument, NULL, 'c'},
 					     {"user", required_argument, NULL, 'u'},
 					     {"max-templates", required_argument, NULL, 'M'},
+					     {"importd-socket", required_argument, NULL, 'I'},
 					     {"help", no_argument, NULL, 'h'},
 					     DAEMON_COMMON_OPTIONS,
 					     {}};
@@ -106,6 +107,9 @@ main(int argc, char **argv)
 			break;
 		case 'M':
 			s.max_templates = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'I':
+			template_importd_socket = optarg; /* template-import.c */
 			break;
 		case 'h':
 			usage();

@@ -174,10 +174,10 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 						      "standby is at most 16");
 		} else if (!strcmp(key, "pids") || !strcmp(key, "cpu_millis"))
 			r = template_limit_option(m, key, t, err);
-		else
+		else if ((r = template_option_read(m, key, t, err)) == 0)
 			r = sd_bus_error_setf(err, ERR("InvalidArgument"),
 					      "Unknown option '%s' (known: allow_outbound, idle_ms, "
-					      "warm, standby, pids, cpu_millis)",
+					      "warm, standby, pids, cpu_millis, env, cwd, user)",
 					      key);
 		if (r < 0)
 			break;
@@ -374,5 +374,7 @@ static const sd_bus_vtable manager_vtable[] = {
 int
 manager_dbus_init(struct supervisor *s)
 {
-	return sd_bus_add_object_vtable(s->bus, NULL, MANAGER_PATH, MANAGER_IFACE, manager_vtable, s);
+	int r = sd_bus_add_object_vtable(s->bus, NULL, MANAGER_PATH, MANAGER_IFACE, manager_vtable, s);
+	/* ImportTemplate, GetTemplate (template-import.c): a second vtable of the interface */
+	return r < 0 ? r : template_dbus_init(s);
 }

@@ -420,12 +420,11 @@ spawn(struct sandbox *sb)
 	q.rootfs = t->rootfs;
 	q.argv = t->argv;
 	q.n_argv = t->argc;
-	char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/root"};
-	char idenv[64];
-	snprintf(idenv, sizeof idenv, "WARREN_SANDBOX_ID=%s", sb->id);
-	char *envv[] = {env[0], env[1], idenv};
-	q.env = envv;
-	q.n_env = 3;
+	char **env = NULL; /* the template's env, cwd and user (template-options.c) */
+	if (template_spawn_fill(t, sb->id, &q, &env) < 0) {
+		sandbox_fail(sb, SANDBOX_FAILED, "out of memory");
+		return;
+	}
 	q.port = t->port;
 	q.memory_limit = t->memory_limit;
 	q.pids_limit = t->pids_max;
@@ -445,6 +444,9 @@ spawn(struct sandbox *sb)
 	sb->spawning = true;
 	int r = helper_call(HELPER_NETNSD, &req, fds, sb->image_fd >= 0 ? 2 : 1, 120000, spawn_done,
 			    strdup(sb->id));
+	for (size_t i = 0; env[i]; i++)
+		free(env[i]);
+	free(env);
 	if (r < 0) {
 		sb->spawning = false;
 		sandbox_fail(sb, SANDBOX_FAILED, "netnsd is not available");

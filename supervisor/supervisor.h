@@ -31,6 +31,12 @@ struct template {
 	uint32_t pids_max, cpu_millis; /* its own bounds (0: netnsd's host-wide caps) */
 	unsigned warming; /* per backend (bit 0 gvisor, 1 microvm): a cold sandbox is being
 			   * started to take that image */
+	char **env;       /* KEY=value for the program (template-options.c), NULL-terminated */
+	size_t envc;
+	char *cwd;        /* NULL: / */
+	bool user_set;    /* run the program as uid:gid (default root) */
+	uint32_t uid, gid;
+	bool imported;    /* its tree is warren-importd's: removed with the template */
 	struct template *next;
 };
 
@@ -128,6 +134,18 @@ int template_add_checked(struct supervisor *s, struct template *t, sd_bus_messag
 			 sd_bus_error *err);
 int template_remove(struct supervisor *s, const char *name, sd_bus_error *err);
 void template_free(struct template *t);
+
+/* template-options.c: env, cwd and user of templates (AddTemplate and ImportTemplate options,
+ * read back by GetTemplate) and what a spawn passes to the runtime */
+struct Warren__V1__SpawnSandboxRequest;
+int template_option_read(sd_bus_message *m, const char *key, struct template *t,
+			 sd_bus_error *err);
+int template_spawn_fill(const struct template *t, const char *sandbox_id,
+			struct Warren__V1__SpawnSandboxRequest *q, char ***env_out);
+/* template-import.c: ImportTemplate, GetTemplate, the link to warren-importd */
+int template_dbus_init(struct supervisor *s);
+void template_import_remove_tree(const char *name);
+extern const char *template_importd_socket;
 
 /* sandbox.c */
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);

@@ -57,7 +57,33 @@ template_record_check(const struct template_record *r, char *why, size_t whylen)
 	    (r->cpu_millis < TEMPLATE_CPU_MILLIS_MIN || r->cpu_millis > TEMPLATE_CPU_MILLIS_MAX))
 		return why_set(why, whylen, -EINVAL, "cpu_millis is 0 or %d-%d",
 			       TEMPLATE_CPU_MILLIS_MIN, TEMPLATE_CPU_MILLIS_MAX);
+	if (r->envc > TEMPLATE_ENVC_MAX || (r->envc && !r->env))
+		return why_set(why, whylen, -EINVAL, "the environment has more than %d entries",
+			       TEMPLATE_ENVC_MAX);
+	for (size_t i = 0; i < r->envc; i++)
+		if (!r->env[i] || !template_env_valid(r->env[i]))
+			return why_set(why, whylen, -EINVAL,
+				       "environment entry %zu is not KEY=value of at most %d bytes "
+				       "without control characters",
+				       i, TEMPLATE_ARG_MAX);
+	if (r->env && r->env[r->envc])
+		return why_set(why, whylen, -EINVAL, "the environment is not terminated");
+	if (r->cwd && (r->cwd[0] != '/' || !string_valid(r->cwd, TEMPLATE_PATH_MAX)))
+		return why_set(why, whylen, -EINVAL,
+			       "the working directory must be an absolute path of at most %d bytes "
+			       "without control characters",
+			       TEMPLATE_PATH_MAX);
+	if (r->user_set && (r->uid > TEMPLATE_ID_MAX || r->gid > TEMPLATE_ID_MAX))
+		return why_set(why, whylen, -EINVAL, "the user must be uid[:gid] of 0-%d",
+			       TEMPLATE_ID_MAX);
 	return 0;
+}
+
+bool
+template_env_valid(const char *e)
+{
+	const char *eq = strchr(e, '=');
+	return eq && eq != e && string_valid(e, TEMPLATE_ARG_MAX);
 }
 
 static void
@@ -95,6 +121,20 @@ template_record_format(const struct template_record *r, char **out, size_t *len)
 		put_escaped(f, r->argv[i]);
 		fputc('\n', f);
 	}
+	for (size_t i = 0; i < r->envc; i++) {
+		fputs("env=", f);
+		put_escaped(f, r->env[i]);
+		fputc('\n', f);
+	}
+	if (r->cwd) {
+		fputs("cwd=", f);
+		put_escaped(f, r->cwd);
+		fputc('\n', f);
+	}
+	if (r->user_set)
+		fprintf(f, "uid=%u\ngid=%u\n", r->uid, r->gid);
+	if (r->imported)
+		fputs("imported=1\n", f);
 	if (fclose(f) != 0) {
 		free(*out);
 		*out = NULL;
@@ -110,6 +150,10 @@ template_record_clear(struct template_record *r)
 	for (size_t i = 0; r->argv && i < r->argc; i++)
 		free(r->argv[i]);
 	free(r->argv);
+	for (size_t i = 0; r->env && i < r->envc; i++)
+		free(r->env[i]);
+	free(r->env);
+	free(r->cwd);
 	memset(r, 0, sizeof *r);
 }
 
@@ -191,11 +235,15 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 		K_STANDBY,
 		K_PIDS,
 		K_CPU,
+		K_CWD,
+		K_UID,
+		K_GID,
+		K_IMPORTED,
 		K_MAX
 	};
-	static const char *const keys[K_MAX] = {"format",  "rootfs", "port",	"memory",
-						"allow_outbound", "idle_ms", "warm", "standby",
-						"pids",	   "cpu_millis"};
+	static const char *const keys[K_MAX] = {
+	    "format", "rootfs", "port", "memory", "allow_outbound", "idle_ms", "warm", "standby",
+	    "pids", "cpu_millis", "cwd", "uid", "gid", "imported"};
 	bool seen[K_MAX] = {0};
 	bool escaped = false;
 	size_t pos = 0, line = 0;
@@ -243,6 +291,25 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 			r->argv = nv;
 			r->argv[r->argc++] = a;
 			r->argv[r->argc] = NULL;
+			continue;
+		}
+		if (kn == 3 && !memcmp(l, "env", 3)) {
+			if (r->envc >= TEMPLATE_ENVC_MAX) {
+				ret = why_set(why, whylen, -EBADMSG, "more than %d environment entries",
+					      TEMPLATE_ENVC_MAX);
+				goto fail;
+			}
+			char *e = value_dup(v, vn, escaped);
+			char **nv = e ? realloc(r->env, (r->envc + 2) * sizeof *r->env) : NULL;
+			if (!nv) {
+				free(e);
+				ret = why_set(why, whylen, -EBADMSG, "environment entry %zu: bad escape",
+					      r->envc);
+				goto fail;
+			}
+			r->env = nv;
+			r->env[r->envc++] = e;
+			r->env[r->envc] = NULL;
 			continue;
 		}
 		int k = 0;
@@ -305,6 +372,23 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 			ok = parse_uint(v, vn, TEMPLATE_CPU_MILLIS_MAX, &x);
 			r->cpu_millis = (uint32_t)x;
 			break;
+		case K_CWD:
+			r->cwd = value_dup(v, vn, escaped);
+			ok = r->cwd != NULL;
+			break;
+		case K_UID:
+			ok = parse_uint(v, vn, TEMPLATE_ID_MAX, &x);
+			r->uid = (uint32_t)x;
+			r->user_set = true;
+			break;
+		case K_GID:
+			ok = parse_uint(v, vn, TEMPLATE_ID_MAX, &x);
+			r->gid = (uint32_t)x;
+			break;
+		case K_IMPORTED:
+			ok = parse_uint(v, vn, 1, &x);
+			r->imported = x;
+			break;
 		}
 		if (!ok) {
 			ret = why_set(why, whylen, -EBADMSG, "bad value for %s", keys[k]);
@@ -316,6 +400,10 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 			ret = why_set(why, whylen, -EBADMSG, "no %s", keys[k]);
 			goto fail;
 		}
+	if (seen[K_UID] != seen[K_GID]) {
+		ret = why_set(why, whylen, -EBADMSG, "uid and gid come together");
+		goto fail;
+	}
 	if (template_record_check(r, why, whylen) < 0) {
 		ret = -EBADMSG;
 		goto fail;

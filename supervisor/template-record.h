@@ -19,6 +19,8 @@
 #define TEMPLATE_PIDS_MAX 65536
 #define TEMPLATE_CPU_MILLIS_MIN 50
 #define TEMPLATE_CPU_MILLIS_MAX 1024000
+#define TEMPLATE_ENVC_MAX 128 /* environment entries (KEY=value) */
+#define TEMPLATE_ID_MAX 65534 /* uid and gid of the program */
 
 struct template_record {
 	char *rootfs;
@@ -32,7 +34,15 @@ struct template_record {
 	unsigned standby;
 	uint32_t pids_max;   /* 0 (the host's) or TEMPLATE_PIDS_MIN..MAX */
 	uint32_t cpu_millis; /* 0 (the host's) or TEMPLATE_CPU_MILLIS_MIN..MAX */
+	char **env; /* NULL-terminated KEY=value, may be NULL when envc is 0 */
+	size_t envc;
+	char *cwd;  /* NULL: / */
+	bool user_set;
+	uint32_t uid, gid;
+	bool imported; /* its tree was made by warren-importd (removed with it) */
 };
+/* An environment entry: KEY=value, KEY not empty and without '=' (checked as every string). */
+bool template_env_valid(const char *e);
 
 /* Every field of a record in range (strings: bounded, no control characters; rootfs absolute;
  * 1..64 arguments, the first not empty; port 1-65535; memory 16 MiB..1 PiB; standby <= 16);

@@ -64,7 +64,14 @@ template_to_record(const struct template *t)
 					.warm = t->warm,
 					.standby = t->standby,
 					.pids_max = t->pids_max,
-					.cpu_millis = t->cpu_millis};
+					.cpu_millis = t->cpu_millis,
+					.env = t->env,
+					.envc = t->envc,
+					.cwd = t->cwd,
+					.user_set = t->user_set,
+					.uid = t->uid,
+					.gid = t->gid,
+					.imported = t->imported};
 }
 
 static int
@@ -139,6 +146,13 @@ template_load_one(struct supervisor *s, const char *dir, const char *name)
 	t->standby = rec.standby;
 	t->pids_max = rec.pids_max;
 	t->cpu_millis = rec.cpu_millis;
+	t->env = rec.env;
+	t->envc = rec.envc;
+	t->cwd = rec.cwd;
+	t->user_set = rec.user_set;
+	t->uid = rec.uid;
+	t->gid = rec.gid;
+	t->imported = rec.imported;
 	return t;
 }
 
@@ -251,6 +265,10 @@ template_free(struct template *t)
 	for (size_t i = 0; i < t->argc; i++)
 		free(t->argv[i]);
 	free(t->argv);
+	for (size_t i = 0; i < t->envc; i++)
+		free(t->env[i]);
+	free(t->env);
+	free(t->cwd);
 	free(t);
 }
 
@@ -325,6 +343,8 @@ template_remove(struct supervisor *s, const char *name, sd_bus_error *err)
 			*pp = t->next;
 			break;
 		}
+	if (t->imported)
+		template_import_remove_tree(name); /* importd made its tree: it goes too */
 	log_info("Template %s removed", name);
 	template_free(t);
 	return 0;

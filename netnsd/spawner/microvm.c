@@ -139,6 +139,16 @@ guest_cmdline(const struct microvm_config *c, const struct microvm_start *s, cha
 	hex_append(&p, end, s->env, s->envc);
 	if (p + 2 >= end)
 		return -E2BIG;
+	/* the template's working directory and ids, for the agent to apply before the exec */
+	if (s->cwd && s->cwd[0]) {
+		char *const cwd[] = {(char *)s->cwd};
+		p += snprintf(p, (size_t)(end - p), " warren.cwd=");
+		hex_append(&p, end, cwd, 1);
+	}
+	if ((s->uid || s->gid) && p + 32 < end)
+		p += snprintf(p, (size_t)(end - p), " warren.user=%u:%u", s->uid, s->gid);
+	if (p + 2 >= end)
+		return -E2BIG;
 	*p = 0;
 	/* x86 Linux keeps 2048 bytes of command line */
 	return strlen(buf) < 2048 ? 0 : -E2BIG;

@@ -34,6 +34,8 @@ struct microvm_start {
 	size_t argc;
 	char *const *env;
 	size_t envc;
+	const char *cwd;   /* NULL or "": / */
+	uint32_t uid, gid; /* the program's ids in the guest */
 	unsigned port;
 	uint64_t memory_limit;
 	/* the VMM's pids and CPU bounds, as a gVisor sandbox's (its cgroup); 0: none */

@@ -49,13 +49,15 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return -ENOMEM;
-	fputs("{\"ociVersion\":\"1.0.2\",\"process\":{\"terminal\":false,"
-	      "\"user\":{\"uid\":0,\"gid\":0},\"args\":",
-	      f);
+	fprintf(f, "{\"ociVersion\":\"1.0.2\",\"process\":{\"terminal\":false,"
+		   "\"user\":{\"uid\":%u,\"gid\":%u},\"args\":",
+		s->uid, s->gid);
 	json_array(f, s->argv, s->argc);
 	fputs(",\"env\":", f);
 	json_array(f, s->env, s->envc);
-	fputs(",\"cwd\":\"/\",\"noNewPrivileges\":true},\"root\":{\"path\":", f);
+	fputs(",\"cwd\":", f);
+	json_str(f, s->cwd && s->cwd[0] ? s->cwd : "/");
+	fputs(",\"noNewPrivileges\":true},\"root\":{\"path\":", f);
 	json_str(f, s->rootfs);
 	fputs(",\"readonly\":true},\"hostname\":", f);
 	json_str(f, s->id);

@@ -10,6 +10,8 @@ struct oci_spec {
 	size_t argc;
 	char *const *env;
 	size_t envc;
+	const char *cwd;   /* NULL or "": / */
+	uint32_t uid, gid; /* the program's ids inside the sandbox */
 	uint64_t memory_limit; /* also memory+swap: swap never lets a guest past its limit */
 	uint32_t pids_limit;   /* host tasks of the sandbox (gVisor's sentry, gofer, stubs) */
 	uint32_t cpu_quota_us, cpu_period_us; /* CFS bandwidth; 0: no quota */

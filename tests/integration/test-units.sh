@@ -45,6 +45,16 @@ warren-e2b-api.service AmbientCapabilities -
 warren-e2b-api.service NoNewPrivileges yes
 warren-e2b-api.service RestrictAddressFamilies AF_UNIX AF_INET
 warren-e2b-api.service ReadWritePaths /var/lib/warren/e2b
+warren-importd.service Type notify
+warren-importd.service User -
+warren-importd.service AmbientCapabilities -
+warren-importd.service CapabilityBoundingSet CAP_SETUID CAP_SETGID CAP_CHOWN CAP_DAC_READ_SEARCH
+warren-importd.service NoNewPrivileges yes
+warren-importd.service RestrictAddressFamilies AF_UNIX
+warren-importd.service PrivateNetwork yes
+warren-importd.socket SocketUser root
+warren-importd.socket SocketGroup warren
+warren-importd.socket SocketMode 0660
 warren-netnsd.socket SocketUser root
 warren-netnsd.socket SocketGroup warren
 warren-netnsd.socket SocketMode 0660

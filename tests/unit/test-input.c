@@ -203,6 +203,42 @@ test_record_load_refuses(void **state)
 	char nul[] = "rootfs=/t\nport=80\nmemory=67108864\narg=x\0y\n";
 	struct template_record r;
 	assert_int_equal(template_record_parse(nul, sizeof nul - 1, &r, NULL, 0), -EBADMSG);
+	/* env, cwd, user (issue 15): escaped like argv, checked on load */
+	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv=A=1\nenv=B=100%25\ncwd=/www\nuid=1000\ngid=1000\n"), 0);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv=NOEQUALS\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv=B=x%0Awarm=1\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv==x\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\ncwd=www\n"), -EBADMSG); /* relative */
+	assert_int_equal(parse("format=2\n" BASE "arg=x\nuid=1000\n"), -EBADMSG); /* no gid */
+	assert_int_equal(parse("format=2\n" BASE "arg=x\nuid=70000\ngid=1\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\nimported=2\n"), -EBADMSG);
+	{
+		char *e = malloc(16384);
+		strcpy(e, "format=2\n" BASE "arg=x\n");
+		for (int i = 0; i < 129; i++)
+			strcat(e, "env=K=v\n");
+		assert_int_equal(parse(e), -EBADMSG); /* 129 entries */
+		free(e);
+	}
+	{
+		/* a round trip keeps them */
+		char *env[] = {"A=1", "B=two words", NULL};
+		struct template_record w = {.rootfs = "/t/rootfs", .argv = (char *[]){"x", NULL},
+					    .argc = 1, .port = 80, .memory_limit = 64 << 20,
+					    .env = env, .envc = 2, .cwd = "/srv", .user_set = true,
+					    .uid = 7, .gid = 8, .imported = true};
+		char *buf = NULL;
+		size_t len = 0;
+		assert_int_equal(template_record_format(&w, &buf, &len), 0);
+		struct template_record rr;
+		assert_int_equal(template_record_parse(buf, len, &rr, NULL, 0), 0);
+		assert_int_equal(rr.envc, 2);
+		assert_string_equal(rr.env[1], "B=two words");
+		assert_string_equal(rr.cwd, "/srv");
+		assert_true(rr.user_set && rr.uid == 7 && rr.gid == 8 && rr.imported);
+		template_record_clear(&rr);
+		free(buf);
+	}
 	/* 65 arguments */
 	char *many = malloc(8192);
 	strcpy(many, BASE);

@@ -1,0 +1,425 @@
+/* Templates from OCI images, and a template's options read back (supervisor). The Manager
+ * methods ImportTemplate and GetTemplate and the ImportProgress signal, on a second vtable of
+ * org.warren.Warren1.Manager (manager-dbus.c registers it), and the link to warren-importd, the
+ * helper that alone writes the templates directory: the supervisor has no privilege and passes
+ * the caller's source fd through, then saves the template record from importd's answer (the
+ * image's command, env, working directory, user and port, overridden by the caller's options).
+ * Only one import runs at a time (importd's rule; a second gets TemplateBusy at once). */
+#include "dbus-input.h"
+#include "log.h"
+#include "macro.h"
+#include "supervisor.h"
+#include "template-record.h"
+
+#include "warren/v1/importd.pb-c.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *template_importd_socket = "/run/warren/importd.sock";
+
+struct import_job {
+	sd_bus_message *msg;
+	struct template *t; /* the caller's options; completed from the image */
+	bool argv_set, port_set, memory_set;
+};
+
+static struct ipc_client *importd;
+static struct import_job *job;
+
+static void
+importd_event(const IpcResponse *ev, void *ud)
+{
+	if (ev->body_case != WARREN__V1__RESPONSE__BODY_IMPORT_PROGRESS)
+		return;
+	const Warren__V1__ImportProgressEvent *p = ev->import_progress;
+	/* importd is privileged but its events are relayed, so they are checked like input */
+	if (!p->name || !template_name_valid(p->name) || !p->phase || !string_valid(p->phase, 32))
+		return;
+	sd_bus_emit_signal(sup->bus, MANAGER_PATH, MANAGER_IFACE, "ImportProgress", "sstt", p->name,
+			   p->phase, p->done, p->total);
+}
+
+static void
+importd_down(struct ipc_client *c, void *ud)
+{
+	log_warning("Lost warren-importd; it is connected again at the next import");
+}
+
+static int
+importd_connect(void)
+{
+	if (!importd)
+		importd = ipc_client_new(sup->dc.base, "importd", importd_event, importd_down, NULL);
+	if (!importd)
+		return -ENOMEM;
+	if (ipc_client_connected(importd))
+		return 0;
+	/* importd runs as root: a socket served by anyone else is not it */
+	return ipc_client_connect(importd, template_importd_socket, 0);
+}
+
+static void
+job_free(struct import_job *j)
+{
+	if (!j)
+		return;
+	sd_bus_message_unref(j->msg);
+	if (j->t)
+		template_free(j->t);
+	free(j);
+}
+
+static void
+removed_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	if (r < 0)
+		log_warning_errno(r, "Imported tree %s stays: %s", (char *)ud,
+				  resp && resp->message ? resp->message : "%m");
+	free(ud);
+}
+
+void
+template_import_remove_tree(const char *name)
+{
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	Warren__V1__RemoveImportedRequest q = WARREN__V1__REMOVE_IMPORTED_REQUEST__INIT;
+	q.name = (char *)name;
+	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMPORTED;
+	req.remove_imported = &q;
+	char *n = strdup(name);
+	if (importd_connect() < 0 || ipc_client_call(importd, &req, NULL, 0, 60000, removed_done, n) < 0) {
+		log_warning("Imported tree of %s stays: warren-importd is not reachable", name);
+		free(n);
+	}
+}
+
+/* The image's strings as a NULL-terminated copy, each checked as a D-Bus string would be. */
+static char **
+strv_copy_checked(char **v, size_t n, bool env)
+{
+	char **out = calloc(n + 1, sizeof *out);
+	for (size_t i = 0; out && i < n; i++) {
+		if (!v[i] || (env ? !template_env_valid(v[i]) : !string_valid(v[i], TEMPLATE_ARG_MAX)))
+			return NULL; /* leaks the copies made so far; an error path of a bad helper */
+		out[i] = strdup(v[i]);
+	}
+	return out;
+}
+
+/* The image's env, then the caller's entries replacing the image's of the same key. */
+static int
+merge_env(struct template *t, char **image_env, size_t n)
+{
+	char **caller = t->env;
+	size_t nc = t->envc;
+	if (n + nc > TEMPLATE_ENVC_MAX)
+		return -E2BIG;
+	char **out = calloc(n + nc + 1, sizeof *out);
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!template_env_valid(image_env[i]))
+			return -EINVAL;
+		size_t kl = (size_t)(strchr(image_env[i], '=') - image_env[i]) + 1;
+		bool replaced = false;
+		for (size_t j = 0; j < nc; j++)
+			replaced |= !strncmp(caller[j], image_env[i], kl);
+		if (!replaced)
+			out[o++] = strdup(image_env[i]);
+	}
+	for (size_t j = 0; j < nc; j++)
+		out[o++] = caller[j];
+	free(caller);
+	t->env = out;
+	t->envc = o;
+	return 0;
+}
+
+static void
+import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	struct import_job *j = job;
+	job = NULL;
+	if (!j)
+		return;
+	sd_bus_error err = SD_BUS_ERROR_NULL;
+	struct template *t = j->t;
+	const Warren__V1__ImportTemplateResponse *res =
+	    resp && resp->body_case == WARREN__V1__RESPONSE__BODY_IMPORT_TEMPLATE
+		? resp->import_template
+		: NULL;
+	if (r < 0 || !res) {
+		sd_bus_error_setf(&err, ERR("ImportFailed"), "Importing %s failed: %s", t->name,
+				  resp && resp->message && resp->message[0] ? resp->message
+									    : strerror(r < 0 ? -r : EIO));
+		goto out;
+	}
+	bool tree_ours = true;
+	if (!res->rootfs || !string_valid(res->rootfs, TEMPLATE_PATH_MAX)) {
+		sd_bus_error_setf(&err, ERR("ImportFailed"), "warren-importd's answer is not valid");
+		goto out;
+	}
+	free(t->rootfs);
+	t->rootfs = strdup(res->rootfs);
+	t->imported = true;
+	if (!j->argv_set) {
+		if (res->n_argv == 0 || res->n_argv > TEMPLATE_ARGC_MAX) {
+			sd_bus_error_setf(&err, ERR("InvalidArgument"),
+					  "The image has no command (entrypoint or cmd), or more than "
+					  "%d arguments: give one (warrenctl: --cmd)",
+					  TEMPLATE_ARGC_MAX);
+			goto remove;
+		}
+		t->argv = strv_copy_checked(res->argv, res->n_argv, false);
+		t->argc = res->n_argv;
+	}
+	if (!j->port_set) {
+		if (!port_valid(res->port)) {
+			sd_bus_error_setf(&err, ERR("InvalidArgument"),
+					  "The image exposes no TCP port: give one (warrenctl: "
+					  "--port)");
+			goto remove;
+		}
+		t->port = res->port;
+	}
+	if (!t->cwd && res->cwd && res->cwd[0] && strcmp(res->cwd, "/"))
+		t->cwd = strdup(res->cwd);
+	if (!t->user_set && (res->uid || res->gid)) {
+		t->user_set = true;
+		t->uid = res->uid;
+		t->gid = res->gid;
+	}
+	if (!t->argv || merge_env(t, res->env, res->n_env) < 0) {
+		sd_bus_error_setf(&err, ERR("InvalidArgument"),
+				  "The image's command or environment is not valid (at most %d "
+				  "entries, KEY=value, no control characters)",
+				  TEMPLATE_ENVC_MAX);
+		goto remove;
+	}
+	if (template_add(sup, t, &err) < 0)
+		goto remove;
+	j->t = NULL; /* the template list has it */
+	sd_bus_message *reply = NULL;
+	if (sd_bus_message_new_method_return(j->msg, &reply) >= 0) {
+		sd_bus_message_open_container(reply, 'a', "{sv}");
+		sd_bus_message_append(reply, "{sv}", "rootfs", "s", t->rootfs);
+		sd_bus_message_append(reply, "{sv}", "digest", "s", res->digest ? res->digest : "");
+		sd_bus_message_append(reply, "{sv}", "layers", "u", res->layers);
+		sd_bus_message_append(reply, "{sv}", "files", "u", res->files);
+		sd_bus_message_append(reply, "{sv}", "bytes", "t", res->bytes);
+		sd_bus_message_append(reply, "{sv}", "dropped", "u", res->dropped);
+		sd_bus_message_append(reply, "{sv}", "modes_fixed", "u", res->modes_fixed);
+		sd_bus_message_close_container(reply);
+		sd_bus_send(NULL, reply, NULL);
+		sd_bus_message_unref(reply);
+	}
+	job_free(j);
+	return;
+remove:
+	if (tree_ours)
+		template_import_remove_tree(t->name);
+out:
+	sd_bus_reply_method_error(j->msg, &err);
+	sd_bus_error_free(&err);
+	job_free(j);
+}
+
+static int
+method_import_template(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int r = dbus_input_check(m, err);
+	if (r < 0)
+		return r;
+	struct supervisor *s = ud;
+	const char *name, *format, *reference = "";
+	int source = -1, vm = 1;
+	r = sd_bus_message_read(m, "shs", &name, &source, &format);
+	if (r < 0)
+		return r;
+	if (!template_name_valid(name))
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "Template name '%s' must be 1-32 of [a-z0-9_-], starting "
+					 "with a letter or digit",
+					 name);
+	if (template_find(s, name))
+		return sd_bus_error_setf(err, ERR("TemplateExists"), "Template %s exists", name);
+	if (strcmp(format, "oci") && strcmp(format, "oci-archive") &&
+	    strcmp(format, "docker-archive"))
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "Unknown image format '%s' (oci, oci-archive, "
+					 "docker-archive)",
+					 format);
+	if (job)
+		return sd_bus_error_setf(err, ERR("TemplateBusy"),
+					 "Template %s is being imported; one import runs at a time",
+					 job->t->name);
+	struct import_job *j = calloc(1, sizeof *j);
+	struct template *t = j ? calloc(1, sizeof *t) : NULL;
+	if (!t) {
+		free(j);
+		return -ENOMEM;
+	}
+	j->t = t;
+	snprintf(t->name, sizeof t->name, "%s", name);
+	t->memory_limit = 128ull << 20;
+	r = sd_bus_message_enter_container(m, 'a', "{sv}");
+	while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+		const char *key;
+		int b;
+		uint16_t port;
+		sd_bus_message_read(m, "s", &key);
+		if (!strcmp(key, "reference")) {
+			r = sd_bus_message_read(m, "v", "s", &reference);
+		} else if (!strcmp(key, "vm_image")) {
+			r = sd_bus_message_read(m, "v", "b", &vm);
+		} else if (!strcmp(key, "argv")) {
+			r = sd_bus_message_enter_container(m, 'v', "as");
+			if (r >= 0)
+				r = sd_bus_message_read_strv(m, &t->argv);
+			if (r >= 0)
+				r = sd_bus_message_exit_container(m);
+			for (t->argc = 0; t->argv && t->argv[t->argc]; t->argc++)
+				;
+			j->argv_set = t->argc > 0;
+		} else if (!strcmp(key, "port")) {
+			r = sd_bus_message_read(m, "v", "q", &port);
+			t->port = port;
+			j->port_set = true;
+		} else if (!strcmp(key, "memory_limit")) {
+			r = sd_bus_message_read(m, "v", "t", &t->memory_limit);
+		} else if (!strcmp(key, "allow_outbound")) {
+			r = sd_bus_message_read(m, "v", "b", &b);
+			t->allow_outbound = b;
+		} else if (!strcmp(key, "idle_ms")) {
+			r = sd_bus_message_read(m, "v", "u", &t->idle_ms);
+		} else if (!strcmp(key, "warm")) {
+			r = sd_bus_message_read(m, "v", "b", &b);
+			t->warm = b;
+		} else if (!strcmp(key, "standby")) {
+			r = sd_bus_message_read(m, "v", "u", &t->standby);
+		} else if ((r = template_option_read(m, key, t, err)) == 0) {
+			r = sd_bus_error_setf(err, ERR("InvalidArgument"),
+					      "Unknown option '%s' (known: reference, vm_image, argv, "
+					      "port, memory_limit, allow_outbound, idle_ms, warm, "
+					      "standby, env, cwd, user)",
+					      key);
+		}
+		if (r < 0 && !sd_bus_error_is_set(err))
+			sd_bus_error_setf(err, ERR("InvalidArgument"), "Option '%s' has the wrong type",
+					  key);
+		if (r < 0)
+			break;
+		sd_bus_message_exit_container(m);
+	}
+	if (r < 0) {
+		job_free(j);
+		return r;
+	}
+	r = importd_connect();
+	if (r < 0) {
+		job_free(j);
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
+					 "The import helper (warren-importd) is not running: %s",
+					 strerror(-r));
+	}
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	Warren__V1__ImportTemplateRequest q = WARREN__V1__IMPORT_TEMPLATE_REQUEST__INIT;
+	q.name = t->name;
+	q.format = (char *)format;
+	q.reference = (char *)reference;
+	q.vm_image = vm;
+	req.body_case = WARREN__V1__REQUEST__BODY_IMPORT_TEMPLATE;
+	req.import_template = &q;
+	/* an import of a large image takes minutes on this disk; importd bounds it itself */
+	r = ipc_client_call(importd, &req, &source, 1, 30 * 60 * 1000, import_done, NULL);
+	if (r < 0) {
+		job_free(j);
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
+					 "The import helper (warren-importd) did not take the "
+					 "import: %s",
+					 strerror(-r));
+	}
+	j->msg = sd_bus_message_ref(m);
+	job = j;
+	log_info("Importing template %s from a %s image", name, format);
+	return 1;
+}
+
+static int
+method_get_template(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int r = dbus_input_check(m, err);
+	if (r < 0)
+		return r;
+	const char *name;
+	r = sd_bus_message_read(m, "s", &name);
+	if (r < 0)
+		return r;
+	struct template *t = template_find(ud, name);
+	if (!t)
+		return sd_bus_error_setf(err, ERR("NoSuchTemplate"), "No template %s", name);
+	sd_bus_message *reply = NULL;
+	r = sd_bus_message_new_method_return(m, &reply);
+	if (r < 0)
+		return r;
+	char user[32];
+	snprintf(user, sizeof user, "%u:%u", t->user_set ? t->uid : 0, t->user_set ? t->gid : 0);
+	sd_bus_message_open_container(reply, 'a', "{sv}");
+	sd_bus_message_append(reply, "{sv}", "name", "s", t->name);
+	sd_bus_message_append(reply, "{sv}", "rootfs", "s", t->rootfs);
+	sd_bus_message_open_container(reply, 'e', "sv");
+	sd_bus_message_append(reply, "s", "argv");
+	sd_bus_message_open_container(reply, 'v', "as");
+	sd_bus_message_append_strv(reply, t->argv);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_open_container(reply, 'e', "sv");
+	sd_bus_message_append(reply, "s", "env");
+	sd_bus_message_open_container(reply, 'v', "as");
+	sd_bus_message_open_container(reply, 'a', "s");
+	for (size_t i = 0; i < t->envc; i++)
+		sd_bus_message_append(reply, "s", t->env[i]);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_append(reply, "{sv}", "cwd", "s", t->cwd ? t->cwd : "/");
+	sd_bus_message_append(reply, "{sv}", "user", "s", user);
+	sd_bus_message_append(reply, "{sv}", "port", "q", (uint16_t)t->port);
+	sd_bus_message_append(reply, "{sv}", "memory_limit", "t", t->memory_limit);
+	sd_bus_message_append(reply, "{sv}", "allow_outbound", "b", (int)t->allow_outbound);
+	sd_bus_message_append(reply, "{sv}", "idle_ms", "u", t->idle_ms);
+	sd_bus_message_append(reply, "{sv}", "warm", "b", (int)t->warm);
+	sd_bus_message_append(reply, "{sv}", "standby", "u", t->standby);
+	sd_bus_message_append(reply, "{sv}", "builtin", "b", (int)t->builtin);
+	sd_bus_message_append(reply, "{sv}", "imported", "b", (int)t->imported);
+	sd_bus_message_append(reply, "{sv}", "built", "b", access(t->rootfs, F_OK) == 0);
+	sd_bus_message_close_container(reply);
+	r = sd_bus_send(NULL, reply, NULL);
+	sd_bus_message_unref(reply);
+	return r;
+}
+
+static const sd_bus_vtable template_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD_WITH_NAMES("ImportTemplate", "shsa{sv}", SD_BUS_PARAM(name)
+				 SD_BUS_PARAM(source) SD_BUS_PARAM(format) SD_BUS_PARAM(options),
+				 "a{sv}", SD_BUS_PARAM(result), method_import_template,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("GetTemplate", "s", SD_BUS_PARAM(name), "a{sv}",
+				 SD_BUS_PARAM(options), method_get_template,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_SIGNAL_WITH_NAMES("ImportProgress", "sstt", SD_BUS_PARAM(name) SD_BUS_PARAM(phase)
+				 SD_BUS_PARAM(done) SD_BUS_PARAM(total), 0),
+	SD_BUS_VTABLE_END};
+
+int
+template_dbus_init(struct supervisor *s)
+{
+	return sd_bus_add_object_vtable(s->bus, NULL, MANAGER_PATH, MANAGER_IFACE, template_vtable,
+					s);
+}
