@@ -326,6 +326,58 @@ cmd_exec(const char *id, char **argv)
 	return status;
 }
 
+/* logs [-f] ID: the sandbox's console log through the fd OpenLogs answers (a sealed copy, or
+ * with -f a pipe that goes on with new output until the sandbox goes or ^C). */
+static int
+cmd_logs(int argc, char **argv, int first)
+{
+	bool follow = false;
+	const char *id = NULL;
+	for (int i = first; i < argc; i++) {
+		if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow"))
+			follow = true;
+		else if (argv[i][0] == '-') {
+			fprintf(stderr, "warrenctl: logs: unknown option %s\n", argv[i]);
+			return 2;
+		} else if (!id)
+			id = argv[i];
+		else {
+			fprintf(stderr, "warrenctl: logs takes one sandbox id\n");
+			return 2;
+		}
+	}
+	if (!id) {
+		fprintf(stderr, "Usage: warrenctl logs [-f] ID\n");
+		return 2;
+	}
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	char *path = sandbox_path(id);
+	int r = sd_bus_call_method(bus, BUS_NAME, path, SANDBOX_IFACE, "OpenLogs", &e, &reply,
+				   "a{sv}", 1, "follow", "b", follow);
+	free(path);
+	if (r < 0)
+		return fail(r, &e, "logs");
+	int fd;
+	r = sd_bus_message_read(reply, "h", &fd);
+	if (r < 0)
+		return fail(r, NULL, "logs");
+	char buf[65536];
+	for (;;) {
+		ssize_t k = read(fd, buf, sizeof buf);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		if (fwrite(buf, 1, (size_t)k, stdout) != (size_t)k)
+			break;
+		if (follow)
+			fflush(stdout);
+	}
+	sd_bus_message_unref(reply);
+	return 0;
+}
+
 /* Long calls: send asynchronously and show Manager.Progress signals until the answer comes. */
 static int
 on_progress(sd_bus_message *m, void *ud, sd_bus_error *err)
@@ -437,6 +489,8 @@ usage(void)
 	       "  fork TAG COUNT           COUNT children from the tag's image\n"
 	       "  branch ID TAG COUNT      snapshot ID into TAG and fork COUNT children from it\n"
 	       "  tags | rmtag TAG\n"
+	       "  logs [-f] ID             the sandbox's console (its program's stdout and\n"
+	       "                          stderr); -f follows new output\n"
 	       "  reclaim show | setup [MIB] [--no-zswap] | undo   swap file + zswap for reclaim\n");
 }
 
@@ -490,6 +544,8 @@ main(int argc, char **argv)
 		return cmd_templates();
 	if (!strcmp(cmd, "tags"))
 		return cmd_tags();
+	if (!strcmp(cmd, "logs"))
+		return cmd_logs(argc, argv, optind);
 	if (!arg) {
 		usage();
 		return 2;

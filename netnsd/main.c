@@ -5,6 +5,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "log-ring.h"
 #include "netnsd.h"
 #include "notify.h"
 #include "spawn.h"
@@ -40,7 +41,9 @@ usage(void)
 	       "                       directories in it (default /var/lib/warren/images)\n"
 	       "  --image-cache DIR    snapshotd's --image-cache: decompressed images restored from\n"
 	       "                       there too (default /dev/shm/warren-images)\n"
-	       "  --vm-console         guest serial console to <bundle>/console.log\n" ISOLATION_HELP
+	       "  --vm-console         guest serial console to <bundle>/console.log\n"
+	       "  --log-size BYTES     each gVisor sandbox's console log ring (warrenctl logs;\n"
+	       "                       default 262144, at most 16777216)\n" ISOLATION_HELP
 	       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
 }
 
@@ -57,6 +60,7 @@ main(int argc, char **argv)
 	static struct netnsd n;
 	daemon_common_init(&n.dc, "netnsd");
 	unsigned want_size = 0;
+	size_t log_ring_size = 0;
 	const char *subnet = "10.201.0.0", *prefix = "wrn", *table = "warren";
 	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
 	n.runsc = "/usr/bin/runsc";
@@ -88,6 +92,7 @@ main(int argc, char **argv)
 		{"image-store", required_argument, NULL, 'S'},
 		{"image-cache", required_argument, NULL, 'I'},
 		{"vm-console", no_argument, NULL, 'C'},
+		{"log-size", required_argument, NULL, 0x300},
 		{"help", no_argument, NULL, 'h'},
 		ISOLATION_OPTIONS,
 		OCI_LIMITS_OPTIONS,
@@ -167,6 +172,16 @@ main(int argc, char **argv)
 		case 'C':
 			n.vm.console = true;
 			break;
+		case 0x300: {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || v < 4096 || v > LOG_RING_MAX) {
+				log_error("Bad --log-size %s (4096-%u bytes)", optarg, LOG_RING_MAX);
+				return 2;
+			}
+			log_ring_size = (size_t)v;
+			break;
+		}
 		case 'h':
 			usage();
 			return 0;
@@ -215,7 +230,8 @@ main(int argc, char **argv)
 				     .isolation = &iso,
 				     .limits = &limits,
 				     .vm = &n.vm,
-				     .images = images};
+				     .images = images,
+				     .log_ring_size = log_ring_size};
 	int spawner_fd = -1;
 	if (!n.dc.seccomp_probe) {
 		spawner_fd = spawner_start(&sc, &spawner_pid);

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "macro.h"
 #include "dbus-input.h"
+#include "logs.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -16,6 +17,12 @@ void
 sandbox_dbus_set_cgroup_parent(const char *p)
 {
 	snprintf(cgroup_parent, sizeof cgroup_parent, "%s", p);
+}
+
+const char *
+sandbox_dbus_cgroup_parent(void)
+{
+	return cgroup_parent;
 }
 
 static int
@@ -189,6 +196,8 @@ static const sd_bus_vtable sandbox_vtable[] = {
 				 SD_BUS_PARAM(status) SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr),
 				 method_exec, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Freeze", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("OpenLogs", "a{sv}", SD_BUS_PARAM(options), "h", SD_BUS_PARAM(fd),
+				 method_open_logs, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("Snapshot", "s", SD_BUS_PARAM(tag), "st", SD_BUS_PARAM(tag)
 				 SD_BUS_PARAM(size), method_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Thaw", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -5,6 +5,8 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "logs.h"
+#include "metrics.h"
 #include "supervisor.h"
 
 #include <dirent.h>
@@ -513,6 +515,7 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	snprintf(sb->backend, sizeof sb->backend, "%s", backend);
 	sb->state = SANDBOX_CREATING;
 	sb->create_msg = m ? sd_bus_message_ref(m) : NULL;
+	logs_owner_set(sb->id, m);
 	if (image_fd >= 0) {
 		sb->image_fd = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
 		snprintf(sb->restoring_tag, sizeof sb->restoring_tag, "%s", tag);
@@ -585,6 +588,7 @@ void
 sandbox_take_standby(struct sandbox *sb, sd_bus_message *m)
 {
 	sb->standby = false;
+	logs_owner_set(sb->id, m);
 	sb->created_usec = realtime_usec();
 	sb->t_create_us = now_usec();
 	state_write_sandbox(sup, sb);
@@ -644,6 +648,7 @@ sandbox_restore_failed(struct sandbox *sb, const char *why)
 static void
 sandbox_ready(struct sandbox *sb)
 {
+	metrics_sandbox_ready(sb);
 	sb->t_ready_us = now_usec();
 	if (sb->t_pause_us) {
 		sb->last_pause_us = sb->t_ready_us - sb->t_pause_us;

@@ -193,6 +193,7 @@ int manager_dbus_init(struct supervisor *s);
 int sandbox_dbus_init(struct supervisor *s);
 void sandbox_dbus_emit_new(struct sandbox *sb, bool added);
 void sandbox_dbus_emit_state(struct sandbox *sb);
+const char *sandbox_dbus_cgroup_parent(void); /* where netnsd puts sandbox cgroups */
 int bus_errno_to_error(int r, sd_bus_error *err, const char *fmt, ...);
 
 /* bus-event.c */

@@ -14,6 +14,7 @@
  * bytes per stream, as the microVM agent's output is bounded (microvm.c). */
 #include "spawn.h"
 #include "cgroup.h"
+#include "log-ring.h"
 #include "microvm.h"
 #include "fileio.h"
 #include "ipc-server.h"
@@ -56,6 +57,7 @@ struct console {
 	uint64_t dropped;      /* not written in this second */
 	char tail[CONSOLE_TAIL];
 	size_t tail_len;
+	struct log_ring *ring; /* what `warrenctl logs` reads: what the file gets, bounded */
 };
 
 struct sb {
@@ -141,6 +143,7 @@ console_keep_tail(struct console *c, const char *buf, size_t n)
 static void
 console_write_file(struct console *c, const char *bundle, const char *buf, size_t n)
 {
+	log_ring_take(c->ring, buf, n);
 	if (c->file < 0)
 		return;
 	if (c->size + (off_t)n > CONSOLE_FILE_MAX) {
@@ -185,6 +188,7 @@ console_take(struct sb *sb, const char *buf, size_t n)
 			evtimer_add(c->timer, &tv);
 		}
 		c->dropped += n - w;
+		log_ring_dropped(c->ring, n - w);
 	}
 }
 
@@ -241,6 +245,7 @@ console_free(struct console *c)
 	safe_close(c->rfd);
 	safe_close(c->wfd);
 	safe_close(c->file);
+	log_ring_free(c->ring);
 	free(c);
 }
 
@@ -267,7 +272,8 @@ console_new(struct sb *sb)
 	c->file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	c->ev = event_new(base, c->rfd, EV_READ | EV_PERSIST, console_readable, sb);
 	c->timer = evtimer_new(base, console_flush, sb);
-	if (c->file < 0 || !c->ev || !c->timer) {
+	c->ring = log_ring_new(base, cfg->log_ring_size);
+	if (c->file < 0 || !c->ev || !c->timer || !c->ring) {
 		int r = c->file < 0 ? -errno : -ENOMEM;
 		console_free(c);
 		return r;
@@ -561,6 +567,21 @@ log_tail(const struct sb *sb, char *buf, size_t size)
 			*p = ' ';
 }
 
+/* The console log travels with a checkpoint image: its restores (the parent's, a fork's
+ * children) start with it. A log that cannot be written is left out, never the image. */
+static void
+console_log_save(struct sb *sb, const struct image_proof *img)
+{
+	console_read(sb, 65536);
+	int r = log_ring_save(sb->console->ring, img->fd, LOG_RING_IMAGE_FILE);
+	if (r == 0)
+		r = image_proof_seal(img, LOG_RING_IMAGE_FILE);
+	if (r < 0) {
+		log_warning_errno(r, "Sandbox %s: console log not kept in the image: %m", sb->id);
+		unlinkat(img->fd, LOG_RING_IMAGE_FILE, 0);
+	}
+}
+
 static void
 cmd_done(struct cmd *c, int status)
 {
@@ -629,6 +650,8 @@ cmd_done(struct cmd *c, int status)
 		/* what runsc or the snapshot wrote, root's, becomes snapshotd's to seal */
 		if (ok && !sb->vm)
 			ok = image_proof_seal(&c->image, "checkpoint.img") == 0;
+		if (ok && !sb->vm && sb->console)
+			console_log_save(sb, &c->image);
 		if (ok && sb->vm)
 			ok = image_proof_seal(&c->image, "state") == 0 &&
 			     image_proof_seal(&c->image, "ram") == 0;
@@ -822,6 +845,14 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	if (r < 0) {
 		sb_forget(sb);
 		return r;
+	}
+	if (image_fd >= 0) {
+		/* the image's console log first (image_fd is proven snapshotd's: handle_restore) */
+		r = log_ring_load(sb->console->ring, image_fd, LOG_RING_IMAGE_FILE);
+		if (r < 0)
+			log_warning_errno(r, "Sandbox %s: the image's console log: %m", sb->id);
+		static const char note[] = "[warren: restored from a snapshot]\n";
+		log_ring_take(sb->console->ring, note, sizeof note - 1);
 	}
 	char pidfile[400];
 	snprintf(pidfile, sizeof pidfile, "%s/pid", sb->bundle);
@@ -1100,6 +1131,36 @@ handle_exec(struct ipc_call *call, void *ud)
 	return IPC_DEFER;
 }
 
+/* A sandbox's console log for its owner (the supervisor checked who asks): a sealed memfd of
+ * the ring, or with follow a pipe fed as output comes. gVisor only: a microVM's console goes
+ * to its serial port, kept only with netnsd --vm-console. */
+static int
+handle_open_logs(struct ipc_call *call, void *ud)
+{
+	const Warren__V1__OpenLogsRequest *q = call->req->open_logs;
+	struct sb *sb = sb_find(q->id);
+	if (!sb)
+		return -ENOENT;
+	if (sb->vm || !sb->console)
+		return ipc_call_error(call, -EOPNOTSUPP, "microVM sandboxes keep no console log");
+	console_read(sb, 1 << 20); /* what the guest wrote just before is in it */
+	int fd = -1;
+	uint64_t size = 0;
+	int r = log_ring_open(sb->console->ring, q->follow, &fd, &size);
+	if (r < 0)
+		return ipc_call_error(call, r, "%s", r == -EBUSY ? "too many followers of this log"
+								 : strerror(-r));
+	Warren__V1__OpenLogsResponse lr = WARREN__V1__OPEN_LOGS_RESPONSE__INIT;
+	lr.size = size;
+	lr.dropped = log_ring_dropped_total(sb->console->ring);
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_OPEN_LOGS;
+	resp.open_logs = &lr;
+	r = ipc_call_reply(call, &resp, &fd, 1);
+	close(fd);
+	return r;
+}
+
 /* Nothing of an earlier netnsd's sandboxes may survive: their namespaces are gone with it. */
 static void
 clean_slate(void)
@@ -1131,6 +1192,7 @@ static const struct ipc_handler spawner_table[] = {
 	{WARREN__V1__REQUEST__BODY_EXEC, 0, 0, handle_exec},
 	{WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, 0, handle_checkpoint},
 	{WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX, 2, 0, handle_restore},
+	{WARREN__V1__REQUEST__BODY_OPEN_LOGS, 0, 0, handle_open_logs},
 };
 
 int

@@ -22,6 +22,7 @@ struct spawner_config {
 	/* snapshotd's store and cache: every image directory the spawner writes into or restores
 	 * from is proven to be in one (image-proof.h) */
 	struct image_proof_roots images;
+	size_t log_ring_size; /* each gVisor sandbox's console log ring (log-ring.h); 0: default */
 };
 
 /* Fork the spawner; returns netnsd's end of the link. */
