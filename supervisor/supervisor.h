@@ -199,5 +199,9 @@ int bus_errno_to_error(int r, sd_bus_error *err, const char *fmt, ...);
 /* bus-event.c */
 int bus_attach_event(sd_bus *bus, struct event_base *base);
 
+/* journal.c: log lines to journald with SANDBOX_ID=, TEMPLATE=, BACKEND= (force, or when
+ * stderr is the journal) */
+void journal_init(bool force);
+
 /* supervisor-sandbox.c */
 extern const struct seccomp_policy supervisor_seccomp;
