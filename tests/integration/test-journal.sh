@@ -12,11 +12,13 @@ start_snapshotd
 start_gateway
 install -d -o warren -g warren -m 0700 "$T/state"
 : >"$T/journal.json"
+at_exit 'kill "$(cat "$T/journal.json.pid" 2>/dev/null)" 2>/dev/null'
 chmod 0666 "$T/journal.json"
 # the supervisor and the listener share a mount namespace with a fresh /run
 daemon supervisor unshare --mount --propagation private -- bash -c '
 	mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -p /run/systemd/journal || exit 1
 	python3 "$1" /run/systemd/journal/socket "$2" &
+	echo $! >"$2.pid"
 	for _ in $(seq 50); do [ -S /run/systemd/journal/socket ] && break; sleep 0.1; done
 	shift 2
 	exec "$@"' journal "$SOURCE/tests/helpers/journal-listen.py" "$T/journal.json" \
