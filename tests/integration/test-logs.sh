@@ -14,11 +14,11 @@ warren_start --log-size "$RING"
 WEB=/var/lib/warren/templates/web/rootfs
 HTTPD='/bin/busybox httpd -f -p 8080 -h /www'
 # prints on stdout and stderr, then a tick every 0.3 s, and serves
-mgr AddTemplate ssasqta{sv} -- talker "$WEB" 3 /bin/busybox sh -c \
+mgr AddTemplate ssasqta{sv} -- talker "$WEB" 4 /bin/busybox sh -c \
 	"echo hello-stdout; echo hello-stderr >&2; (i=0; while :; do i=\$((i+1)); echo tick-\$i; sleep 0.3; done) & exec $HTTPD" \
 	8080 67108864 0
 # writes 64 MiB to its stdout as fast as it can, then serves
-mgr AddTemplate ssasqta{sv} -- flood "$WEB" 3 /bin/busybox sh -c \
+mgr AddTemplate ssasqta{sv} -- flood "$WEB" 4 /bin/busybox sh -c \
 	"(/bin/busybox yes flood-flood-flood-flood-flood-flood-flood | /bin/busybox head -c 67108864; echo flood-done) & exec $HTTPD" \
 	8080 67108864 0
 
