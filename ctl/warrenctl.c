@@ -16,6 +16,7 @@
 #define SANDBOX_IFACE "org.warren.Warren1.Sandbox"
 
 static bool json;
+static unsigned exec_timeout_ms; /* exec --timeout=SECONDS: ExecWithOptions timeout_ms */
 static void print_reclaim(void);
 static sd_bus *bus;
 
@@ -307,9 +308,14 @@ cmd_exec(const char *id, char **argv)
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL, *reply = NULL;
 	char *path = sandbox_path(id);
-	sd_bus_message_new_method_call(bus, &m, BUS_NAME, path, SANDBOX_IFACE, "Exec");
+	sd_bus_message_new_method_call(bus, &m, BUS_NAME, path, SANDBOX_IFACE,
+				       exec_timeout_ms ? "ExecWithOptions" : "Exec");
 	sd_bus_message_append_strv(m, argv);
-	int r = sd_bus_call(bus, m, 90 * 1000000ull, &e, &reply);
+	if (exec_timeout_ms)
+		sd_bus_message_append(m, "a{sv}", 1, "timeout_ms", "u", exec_timeout_ms);
+	/* the call outlives the command's own limit: its end is the supervisor's to name */
+	uint64_t wait_us = ((exec_timeout_ms ? exec_timeout_ms : 60000) + 60000) * 1000ull;
+	int r = sd_bus_call(bus, m, wait_us, &e, &reply);
 	free(path);
 	if (r < 0)
 		return fail(r, &e, "Exec");
@@ -483,7 +489,9 @@ usage(void)
 	       "  create TEMPLATE [--wait] [--backend=gvisor|microvm]\n"
 	       "                          create a sandbox; prints its id and URL\n"
 	       "  destroy ID\n"
-	       "  exec ID -- CMD [ARG...]  run a command inside; exits with its status\n"
+	       "  exec ID [--timeout=S] -- CMD [ARG...]\n"
+	       "                          run a command inside; exits with its status (a time\n"
+	       "                          limit of S seconds, 60 by default)\n"
 	       "  freeze ID | thaw ID\n"
 	       "  snapshot ID TAG          checkpoint a running sandbox into a tag (it goes on)\n"
 	       "  fork TAG COUNT           COUNT children from the tag's image\n"
@@ -531,6 +539,16 @@ main(int argc, char **argv)
 			json = true;
 		if (!strcmp(argv[i], "--no-zswap"))
 			zswap = false;
+		if (!strncmp(argv[i], "--timeout=", 10)) {
+			double s = atof(argv[i] + 10);
+			if (!(s > 0) || s > 600) {
+				fprintf(stderr, "warrenctl: --timeout=SECONDS, 0-600\n");
+				return 2;
+			}
+			exec_timeout_ms = (unsigned)(s * 1000 + 0.5);
+			if (!exec_timeout_ms)
+				exec_timeout_ms = 1;
+		}
 	}
 	int r = sd_bus_open_system(&bus);
 	if (r < 0)
@@ -606,6 +624,8 @@ main(int argc, char **argv)
 		return cmd_simple(arg, "Thaw");
 	if (!strcmp(cmd, "exec")) {
 		int i = optind + 1;
+		while (i < argc && !strncmp(argv[i], "--timeout=", 10))
+			i++;
 		if (i < argc && !strcmp(argv[i], "--"))
 			i++;
 		if (i >= argc) {

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "macro.h"
 #include "dbus-input.h"
+#include "exec.h"
 #include "logs.h"
 #include "metrics.h"
 #include "supervisor.h"
@@ -373,6 +374,11 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	if (sb->state != SANDBOX_RUNNING)
 		return sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s, not running",
 					 sb->id, sandbox_state_to_string(sb->state));
+	if (exec_running(sb))
+		return sd_bus_error_setf(err, ERR("BadState"),
+					 "Sandbox %s runs an exec: a checkpoint would end it; snapshot "
+					 "it when the exec is done",
+					 sb->id);
 	if (sb->nsfd < 0)
 		return sd_bus_error_setf(err, ERR("BadState"),
 					 "Sandbox %s was re-adopted after a restart; Warren no longer "

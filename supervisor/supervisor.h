@@ -169,7 +169,6 @@ int method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err);
 int method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err);
 int method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
 int method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err);
-int sandbox_exec(struct sandbox *sb, sd_bus_message *m, char **argv);
 int sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m);
 /* reclaim.c: the swap/zswap set-up through snapshotd and the host's current figures */
 int reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_bytes, bool zswap,

@@ -101,6 +101,11 @@ struct cmd {
 	struct event *timer;
 	char *error; /* a failed run being cleaned up: the error to answer with */
 	char *pidfile; /* gVisor exec: where runsc writes the exec'd process's pid in the sandbox */
+	/* exec: its time limit, when it began, and whether the limit ended it (named, never a
+	 * status: a command killed at its limit did not exit 137 by itself) */
+	unsigned timeout_ms;
+	uint64_t started_us;
+	bool timed_out;
 	struct cmd *next;
 };
 
@@ -674,6 +679,22 @@ cmd_done(struct cmd *c, int status)
 	case CMD_EXEC: {
 		if (c->streams[0])
 			exec_streams_finish(c);
+		/* a microVM's agent kills at the limit and answers 137: the time says it was the
+		 * limit; gVisor's exec_timeout says so itself */
+		if (sb && sb->vm && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL &&
+		    mono_usec() - c->started_us >= (uint64_t)c->timeout_ms * 1000)
+			c->timed_out = true;
+		if (c->timed_out) {
+			ipc_call_error(c->call, -ETIMEDOUT,
+				       "the command ran past its time limit of %u ms and was killed",
+				       c->timeout_ms);
+			break;
+		}
+		if (!sb || !sb->pid) {
+			ipc_call_error(c->call, -ECONNABORTED,
+				       "the sandbox stopped while the command ran");
+			break;
+		}
 		Warren__V1__ExecResponse er = WARREN__V1__EXEC_RESPONSE__INIT;
 		er.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 		resp.body_case = WARREN__V1__RESPONSE__BODY_EXEC;
@@ -1003,6 +1024,7 @@ static void
 exec_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct cmd *c = arg;
+	c->timed_out = true;
 	kill(c->pid, SIGKILL);
 	char buf[32];
 	if (!c->sb || !c->pidfile || file_read_line(c->pidfile, buf, sizeof buf) < 0)
@@ -1060,6 +1082,8 @@ vm_exec_start(struct ipc_call *call, struct sb *sb, const Warren__V1__ExecReques
 		ipc_call_free(d);
 		return r;
 	}
+	cmds->timeout_ms = q->timeout_ms ? q->timeout_ms : 30000;
+	cmds->started_us = mono_usec();
 	unsigned ms = (q->timeout_ms ? q->timeout_ms : 30000) + 15000; /* the agent's own limit first */
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	cmds->timer = evtimer_new(base, exec_timeout, cmds);
@@ -1125,6 +1149,8 @@ handle_exec(struct ipc_call *call, void *ud)
 	cmds->streams[1] = streams[1];
 	cmds->pidfile = pidfile;
 	unsigned ms = q->timeout_ms ? q->timeout_ms : 30000;
+	cmds->timeout_ms = ms;
+	cmds->started_us = mono_usec();
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	cmds->timer = evtimer_new(base, exec_timeout, cmds);
 	evtimer_add(cmds->timer, &tv);
