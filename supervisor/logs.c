@@ -155,7 +155,9 @@ method_open_logs(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return sd_bus_error_setf(err, SD_BUS_ERROR_ACCESS_DENIED,
 					 "The logs of sandbox %s are its creator's (and root's)",
 					 sb->id);
-	if (sb->state == SANDBOX_CREATING || sb->state == SANDBOX_DESTROYING || !sb->runtime_alive)
+	/* an exited or failed sandbox's log is kept by the spawner after its runtime is gone */
+	if (sb->state == SANDBOX_CREATING || sb->state == SANDBOX_DESTROYING ||
+	    (!sb->runtime_alive && sb->state != SANDBOX_EXITED && sb->state != SANDBOX_FAILED))
 		return sd_bus_error_setf(err, ERR("BadState"),
 					 "Sandbox %s has no runtime (%s): no logs to read", sb->id,
 					 sandbox_state_to_string(sb->state));

@@ -274,6 +274,34 @@ log_ring_open(struct log_ring *r, bool follow, int *fd_out, uint64_t *size)
 	return 0;
 }
 
+static struct kept {
+	char id[32];
+	struct log_ring *ring;
+} kept[LOG_RING_KEPT];
+static unsigned kept_next;
+
+void
+log_ring_keep(const char *id, struct log_ring *r)
+{
+	if (!r)
+		return;
+	while (r->followers)
+		follower_free(r->followers);
+	struct kept *k = &kept[kept_next++ % LOG_RING_KEPT];
+	log_ring_free(k->ring);
+	snprintf(k->id, sizeof k->id, "%s", id);
+	k->ring = r;
+}
+
+struct log_ring *
+log_ring_kept(const char *id)
+{
+	for (unsigned i = 0; i < LOG_RING_KEPT; i++)
+		if (kept[i].ring && !strcmp(kept[i].id, id))
+			return kept[i].ring;
+	return NULL;
+}
+
 int
 log_ring_save(struct log_ring *r, int dirfd, const char *name)
 {

@@ -28,6 +28,13 @@ uint64_t log_ring_dropped_total(const struct log_ring *r);
  * carries them and then new output until the sandbox goes (-EBUSY with LOG_RING_FOLLOWERS
  * live followers). *size: bytes of the ring in it. */
 int log_ring_open(struct log_ring *r, bool follow, int *fd_out, uint64_t *size);
+/* Keep the ring of a sandbox whose program ended by itself after its runtime is removed, so
+ * its owner can still read why (at most LOG_RING_KEPT of them, the oldest dropped; its
+ * followers see end-of-file). Takes r. */
+#define LOG_RING_KEPT 32
+void log_ring_keep(const char *id, struct log_ring *r);
+/* A kept ring, or NULL. */
+struct log_ring *log_ring_kept(const char *id);
 /* Write the ring into dirfd/name (a new file, O_EXCL, 0600): a checkpoint keeps it. */
 int log_ring_save(struct log_ring *r, int dirfd, const char *name);
 /* Take the end of dirfd/name (at most the ring's size) as the ring's start: a restore. A

@@ -68,6 +68,7 @@ struct sb {
 	char bundle[300];
 	char cgroup[300];
 	bool checkpointing; /* its exit is the checkpoint's doing, not news */
+	bool exited;        /* its program ended by itself: its console log is kept (log-ring.h) */
 	bool vm;            /* microVM backend: pid is the VMM's */
 	uint64_t memory_limit;
 	struct console *console; /* gVisor only */
@@ -310,6 +311,10 @@ sb_forget(struct sb *sb)
 	for (struct cmd *c = cmds; c; c = c->next)
 		if (c->sb == sb)
 			c->sb = NULL;
+	if (sb->exited && sb->console) {
+		console_read(sb, 1 << 20);
+		log_ring_keep(sb->id, TAKE_PTR(sb->console->ring));
+	}
 	console_free(sb->console);
 	rm_rf(sb->bundle);
 	cgroup_remove(sb->cgroup);
@@ -731,6 +736,7 @@ on_sigchld(evutil_socket_t sig, short what, void *arg)
 			sb->pid = 0;
 			if (sb->checkpointing)
 				continue;
+			sb->exited = true;
 			Warren__V1__SandboxExitedEvent ev = WARREN__V1__SANDBOX_EXITED_EVENT__INIT;
 			ev.id = sb->id;
 			ev.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -1165,20 +1171,25 @@ handle_open_logs(struct ipc_call *call, void *ud)
 {
 	const Warren__V1__OpenLogsRequest *q = call->req->open_logs;
 	struct sb *sb = sb_find(q->id);
-	if (!sb)
+	/* a sandbox whose program ended: its kept log, whole (nothing more will come) */
+	struct log_ring *ring = sb ? NULL : log_ring_kept(q->id);
+	if (!sb && !ring)
 		return -ENOENT;
-	if (sb->vm || !sb->console)
+	if (sb && (sb->vm || !sb->console))
 		return ipc_call_error(call, -EOPNOTSUPP, "microVM sandboxes keep no console log");
-	console_read(sb, 1 << 20); /* what the guest wrote just before is in it */
+	if (sb) {
+		console_read(sb, 1 << 20); /* what the guest wrote just before is in it */
+		ring = sb->console->ring;
+	}
 	int fd = -1;
 	uint64_t size = 0;
-	int r = log_ring_open(sb->console->ring, q->follow, &fd, &size);
+	int r = log_ring_open(ring, q->follow && sb, &fd, &size);
 	if (r < 0)
 		return ipc_call_error(call, r, "%s", r == -EBUSY ? "too many followers of this log"
 								 : strerror(-r));
 	Warren__V1__OpenLogsResponse lr = WARREN__V1__OPEN_LOGS_RESPONSE__INIT;
 	lr.size = size;
-	lr.dropped = log_ring_dropped_total(sb->console->ring);
+	lr.dropped = log_ring_dropped_total(ring);
 	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
 	resp.body_case = WARREN__V1__RESPONSE__BODY_OPEN_LOGS;
 	resp.open_logs = &lr;

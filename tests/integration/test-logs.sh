@@ -69,6 +69,16 @@ expect "its creator reads its log" wait_for 10 sh -c \
 out=$(warrenctl logs "$w") || fail "root reads warren's sandbox's log"
 expect "root reads any" grep -qx hello-stdout <<<"$out"
 
+# a program that ends: its log outlives its runtime
+mgr AddTemplate ssasqta{sv} -- crasher "$WEB" 4 /bin/busybox sh -c \
+	"echo dying-words; echo last-gasp >&2; sleep 1; exit 3" 8080 67108864 0
+x=$(create crasher)
+expect "the crasher fails" wait_for 30 has_state "$x" failed
+expect "its log is still there after its runtime is gone" wait_for 10 sh -c \
+	"warrenctl logs $x | grep -qx dying-words && warrenctl logs $x | grep -qx last-gasp"
+out=$(setpriv --reuid=warren --regid=warren --init-groups warrenctl logs "$x" 2>&1 || true)
+expect "and still its owner's only ($out)" grep -q "creator" <<<"$out"
+
 # flood: 64 MiB of output; the log stays within the ring and says what it dropped
 f=$(create flood wait)
 expect "the flood ran to its end" wait_for 120 sh -c "warrenctl logs $f | grep -q flood-done"
