@@ -7,7 +7,7 @@
 #include <string.h>
 
 const double prom_buckets[PROM_N_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-					     1,     2.5,  5,     10,   30,  60,  120};
+					     1,	    2.5,  5,	 10,   30,  60,	  120};
 
 void
 prom_hist_observe(struct prom_hist *h, uint64_t usec)
@@ -123,15 +123,14 @@ prom_sample_double(struct prom_buf *b, const char *name, const char *labels, dou
 }
 
 void
-prom_hist_write(struct prom_buf *b, const char *name, const char *labels,
-		const struct prom_hist *h)
+prom_hist_write(struct prom_buf *b, const char *name, const char *labels, const struct prom_hist *h)
 {
 	uint64_t cum = 0;
 	const char *sep = labels[0] ? "," : "";
 	for (size_t i = 0; i < PROM_N_BUCKETS; i++) {
 		cum += h->counts[i];
-		prom_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, prom_buckets[i],
-			    (unsigned long long)cum);
+		prom_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep,
+			    prom_buckets[i], (unsigned long long)cum);
 	}
 	prom_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
 		    (unsigned long long)h->count);

@@ -25,8 +25,8 @@
 
 #define METRICS_MAX_CONNS 8
 #define METRICS_HEAD_MAX 4096
-#define METRICS_WAIT_MS 2000       /* for the supervisor's part */
-#define METRICS_IO_TIMEOUT_MS 5000 /* a scraper that sends no request or reads nothing */
+#define METRICS_WAIT_MS 2000	    /* for the supervisor's part */
+#define METRICS_IO_TIMEOUT_MS 5000  /* a scraper that sends no request or reads nothing */
 #define METRICS_PUSH_MAX (8u << 20) /* the supervisor's part, at most */
 
 struct mconn {
@@ -131,7 +131,8 @@ metrics_render(struct gateway_metrics *m, struct prom_buf *b, bool supervisor_ok
 		if (m->requests[code]) {
 			char labels[32];
 			snprintf(labels, sizeof labels, "code=\"%d\"", code);
-			prom_sample_u64(b, "warren_gateway_requests_total", labels, m->requests[code]);
+			prom_sample_u64(b, "warren_gateway_requests_total", labels,
+					m->requests[code]);
 		}
 	prom_header(b, "warren_gateway_upstream_latency_seconds", "histogram",
 		    "From sending a request to a sandbox to the head of its final answer.");
@@ -188,8 +189,7 @@ metrics_wait_over(evutil_socket_t fd, short what, void *arg)
 {
 	struct gateway_metrics *m = arg;
 	m->supervisor_timeouts++;
-	log_warning("Metrics: the supervisor did not send its part within %d ms",
-		    METRICS_WAIT_MS);
+	log_warning("Metrics: the supervisor did not send its part within %d ms", METRICS_WAIT_MS);
 	metrics_answer_waiting(m, false);
 }
 

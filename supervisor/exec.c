@@ -10,8 +10,8 @@
  * While an exec runs, its sandbox is not frozen when idle (the freeze waits for the last exec
  * to end), and Freeze, Snapshot and BranchSandbox are refused with BadState: a checkpoint or a
  * freeze would end or stall the command. Runs in warren-supervisor. */
-#include "dbus-input.h"
 #include "exec.h"
+#include "dbus-input.h"
 #include "log.h"
 #include "macro.h"
 #include "supervisor.h"
@@ -143,10 +143,9 @@ exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 				 "(ExecWithOptions timeout_ms sets the limit)",
 				 why);
 	} else if (e == -ECONNABORTED)
-		exec_reply_error(c, ERR("ExecInterrupted"), "Exec in sandbox %s was interrupted: %s",
-				 msg);
-	else if (e < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_EXEC ||
-		 n_fds != 2)
+		exec_reply_error(c, ERR("ExecInterrupted"),
+				 "Exec in sandbox %s was interrupted: %s", msg);
+	else if (e < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_EXEC || n_fds != 2)
 		exec_reply_error(c, ERR("ExecFailed"), "Exec in sandbox %s failed: %s",
 				 e < 0 ? msg : "no answer from netnsd");
 	else {
@@ -154,8 +153,9 @@ exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		size_t out_len = 0, err_len = 0;
 		read_memfd(fds[0], EXEC_STREAM_MAX, &out, &out_len);
 		/* the two streams together stay under the bus's message limit */
-		size_t err_max = EXEC_REPLY_MAX - out_len < EXEC_STREAM_MAX ? EXEC_REPLY_MAX - out_len
-									     : EXEC_STREAM_MAX;
+		size_t err_max = EXEC_REPLY_MAX - out_len < EXEC_STREAM_MAX
+				     ? EXEC_REPLY_MAX - out_len
+				     : EXEC_STREAM_MAX;
 		int cut = read_memfd(fds[1], err_max, &err, &err_len);
 		static const char note[] = "\nwarren: exec stderr cut: both streams together are "
 					   "limited to 24 MiB\n";
@@ -170,8 +170,9 @@ exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		else
 			r = -ENOMEM;
 		if (r < 0)
-			exec_reply_error(c, ERR("ExecFailed"), "Exec in sandbox %s: the answer could "
-							       "not be sent: %s",
+			exec_reply_error(c, ERR("ExecFailed"),
+					 "Exec in sandbox %s: the answer could "
+					 "not be sent: %s",
 					 strerror(-r));
 		sd_bus_message_unref(reply);
 		free(out);
@@ -201,7 +202,8 @@ exec_start(struct sandbox *sb, sd_bus_message *m, char **argv, uint32_t timeout_
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	req.body_case = WARREN__V1__REQUEST__BODY_EXEC;
 	req.exec = &q;
-	/* netnsd and the spawner answer a timed-out exec themselves; this bound is for a lost link */
+	/* netnsd and the spawner answer a timed-out exec themselves; this bound is for a lost link
+	 */
 	int r = helper_call(HELPER_NETNSD, &req, NULL, 0, timeout_ms + 30000, exec_done, c);
 	if (r < 0) {
 		sd_bus_message_unref(c->m);

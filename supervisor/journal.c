@@ -38,8 +38,8 @@ journal_sink(int prio, const char *ident, const char *msg)
 	if (id[0] && sandbox_id_valid(id))
 		r = sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio,
 				    "SYSLOG_IDENTIFIER=warren-%s", ident, "SANDBOX_ID=%s", id,
-				    "TEMPLATE=%s", sb ? sb->template_name : "",
-				    "BACKEND=%s", sb ? sb->backend : "", NULL);
+				    "TEMPLATE=%s", sb ? sb->template_name : "", "BACKEND=%s",
+				    sb ? sb->backend : "", NULL);
 	else
 		r = sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio,
 				    "SYSLOG_IDENTIFIER=warren-%s", ident, NULL);

@@ -7,10 +7,10 @@
  * read. Owners are kept in <state-dir>/owners/<id> (a restarted supervisor still knows them);
  * a sandbox with no record (internal, or re-adopted from an older version) is root's alone.
  * Runs in warren-supervisor. */
+#include "logs.h"
 #include "dbus-input.h"
 #include "fileio.h"
 #include "log.h"
-#include "logs.h"
 #include "macro.h"
 #include "supervisor.h"
 
@@ -47,8 +47,10 @@ logs_owner_set(const char *id, sd_bus_message *m)
 		return;
 	int r = sender_uid(m, &uid);
 	if (r < 0) {
-		log_warning_errno(r, "Sandbox %s: cannot tell who created it (%m): its logs are "
-				     "root's alone", id);
+		log_warning_errno(r,
+				  "Sandbox %s: cannot tell who created it (%m): its logs are "
+				  "root's alone",
+				  id);
 		return;
 	}
 	char path[512], buf[32];
@@ -109,7 +111,7 @@ open_logs_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 			sd_bus_error_setf(&e, ERR("LogsUnavailable"), "Logs of sandbox %s: %s",
 					  c->id,
 					  resp && resp->message && resp->message[0] ? resp->message
-										  : strerror(-r));
+										    : strerror(-r));
 		sd_bus_reply_method_error(c->m, &e);
 		sd_bus_error_free(&e);
 	}

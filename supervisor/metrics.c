@@ -7,12 +7,12 @@
  * netnsd, which sees the slots' veths). Per-sandbox series are bounded: only sandboxes with a
  * runtime, at most METRICS_MAX_SANDBOXES of them (the rest counted), label values escaped.
  * Runs in warren-supervisor. */
+#include "metrics.h"
 #include "clock.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
-#include "metrics.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -23,15 +23,15 @@
 #define METRICS_PIECE (48 << 10)   /* PushMetrics text per datagram (the limit is 64 KiB) */
 
 enum { OP_CREATE, OP_RESTORE, OP_FORK, OP_SNAPSHOT, OP_SNAPSHOT_PAUSE, OP_MAX };
-static const char *const op_names[OP_MAX] = {
-	"warren_create_seconds", "warren_restore_seconds", "warren_fork_seconds",
-	"warren_snapshot_seconds", "warren_snapshot_pause_seconds"};
+static const char *const op_names[OP_MAX] = {"warren_create_seconds", "warren_restore_seconds",
+					     "warren_fork_seconds", "warren_snapshot_seconds",
+					     "warren_snapshot_pause_seconds"};
 static const char *const op_help[OP_MAX] = {
-	"Cold CreateSandbox to the sandbox answering on its port.",
-	"Restore of an image (warm create, fork child, standby) to the sandbox answering.",
-	"ForkTag or BranchSandbox's fork: from the call to every child routed.",
-	"Snapshot: from the checkpoint's start to the image sealed.",
-	"Snapshot of a gVisor sandbox: how long the parent did not answer."};
+    "Cold CreateSandbox to the sandbox answering on its port.",
+    "Restore of an image (warm create, fork child, standby) to the sandbox answering.",
+    "ForkTag or BranchSandbox's fork: from the call to every child routed.",
+    "Snapshot: from the checkpoint's start to the image sealed.",
+    "Snapshot of a gVisor sandbox: how long the parent did not answer."};
 static const char *const backends[2] = {"gvisor", "microvm"};
 
 static struct prom_hist hists[OP_MAX][2];
@@ -199,14 +199,14 @@ get_reclaimed(const struct sandbox *sb, const void *ctx, double *v)
 	return true;
 }
 
-#define NET_GETTER(fn, field)                                                               \
-	static bool fn(const struct sandbox *sb, const void *ctx, double *v)                 \
-	{                                                                                    \
-		const Warren__V1__SlotCounters *c = counters_find(ctx, sb->slot);              \
-		if (!c)                                                                      \
-			return false;                                                        \
-		*v = (double)c->field;                                                       \
-		return true;                                                                 \
+#define NET_GETTER(fn, field)                                                                      \
+	static bool fn(const struct sandbox *sb, const void *ctx, double *v)                       \
+	{                                                                                          \
+		const Warren__V1__SlotCounters *c = counters_find(ctx, sb->slot);                  \
+		if (!c)                                                                            \
+			return false;                                                              \
+		*v = (double)c->field;                                                             \
+		return true;                                                                       \
 	}
 NET_GETTER(get_rx_bytes, rx_bytes)
 NET_GETTER(get_tx_bytes, tx_bytes)
@@ -248,14 +248,14 @@ metrics_render(struct prom_buf *b, const Warren__V1__SlotCountersResponse *sc)
 			prom_hist_write(b, op_names[op], labels, &hists[op][bi]);
 		}
 	}
-	const Warren__V1__StatusResponse *ns = sup->helpers[HELPER_NETNSD].up
-						       ? sup->helpers[HELPER_NETNSD].status
-						       : NULL;
+	const Warren__V1__StatusResponse *ns =
+	    sup->helpers[HELPER_NETNSD].up ? sup->helpers[HELPER_NETNSD].status : NULL;
 	prom_header(b, "warren_pool_slots", "gauge", "Namespace slots in the pool.");
 	prom_sample_u64(b, "warren_pool_slots", "", ns ? ns->pool_size : 0);
 	prom_header(b, "warren_pool_slots_free", "gauge", "Namespace slots free to claim.");
 	prom_sample_u64(b, "warren_pool_slots_free", "", ns ? ns->pool_free : 0);
-	prom_header(b, "warren_helper_up", "gauge", "1 when the supervisor's link to a helper is up.");
+	prom_header(b, "warren_helper_up", "gauge",
+		    "1 when the supervisor's link to a helper is up.");
 	for (int i = 0; i < HELPER_MAX; i++)
 		prom_printf(b, "warren_helper_up{helper=\"%s\"} %d\n", sup->helpers[i].name,
 			    helper(i) != NULL);
@@ -338,9 +338,10 @@ counters_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	uint64_t seq = (uint64_t)(uintptr_t)ud;
 	ipc_close_fds(fds, n_fds);
 	/* without netnsd's figures the network series are left out, the rest still goes */
-	metrics_push(seq, r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_SLOT_COUNTERS
-				  ? resp->slot_counters
-				  : NULL);
+	metrics_push(seq,
+		     r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_SLOT_COUNTERS
+			 ? resp->slot_counters
+			 : NULL);
 }
 
 /* From the gateway: a scrape is waiting for our part. */
@@ -351,6 +352,7 @@ metrics_on_needed(uint64_t seq)
 	Warren__V1__SlotCountersRequest q = WARREN__V1__SLOT_COUNTERS_REQUEST__INIT;
 	req.body_case = WARREN__V1__REQUEST__BODY_SLOT_COUNTERS;
 	req.slot_counters = &q;
-	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 1000, counters_done, (void *)(uintptr_t)seq) < 0)
+	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 1000, counters_done, (void *)(uintptr_t)seq) <
+	    0)
 		metrics_push(seq, NULL);
 }

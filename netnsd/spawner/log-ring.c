@@ -116,9 +116,10 @@ follower_queue(struct follower *f, const char *buf, size_t n)
 	}
 	if (f->dropped) {
 		char note[96];
-		int k = snprintf(note, sizeof note,
-				 "\n[warren: %llu bytes not sent to this reader: it read too slowly]\n",
-				 (unsigned long long)f->dropped);
+		int k =
+		    snprintf(note, sizeof note,
+			     "\n[warren: %llu bytes not sent to this reader: it read too slowly]\n",
+			     (unsigned long long)f->dropped);
 		if (pwrite(f->queue, note, (size_t)k, f->wr) == k)
 			f->wr += k;
 		f->dropped = 0;
@@ -229,8 +230,8 @@ log_ring_open(struct log_ring *r, bool follow, int *fd_out, uint64_t *size)
 	*size = r->len;
 	if (!follow) {
 		/* the reader gets a copy it can neither change nor grow */
-		if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
-						     F_SEAL_SEAL) < 0) {
+		if (fcntl(memfd, F_ADD_SEALS,
+			  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
 			e = -errno;
 			close(memfd);
 			return e;
@@ -329,7 +330,7 @@ log_ring_load(struct log_ring *r, int dirfd, const char *name)
 	char buf[65536];
 	while (off < st.st_size) {
 		size_t want = (size_t)(st.st_size - off) < sizeof buf ? (size_t)(st.st_size - off)
-								       : sizeof buf;
+								      : sizeof buf;
 		ssize_t k = pread(fd, buf, want, off);
 		if (k < 0 && errno == EINTR)
 			continue;

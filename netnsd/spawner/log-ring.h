@@ -10,8 +10,8 @@
 
 #define LOG_RING_DEFAULT (256u << 10)
 #define LOG_RING_MAX (16u << 20)
-#define LOG_RING_FOLLOWERS 4          /* followers per sandbox at once */
-#define LOG_RING_FOLLOW_QUEUE (1u << 20) /* bytes queued for one slow follower; beyond: dropped */
+#define LOG_RING_FOLLOWERS 4		  /* followers per sandbox at once */
+#define LOG_RING_FOLLOW_QUEUE (1u << 20)  /* bytes queued for one slow follower; beyond: dropped */
 #define LOG_RING_IMAGE_FILE "console.log" /* its name in a checkpoint image */
 
 struct log_ring;
