@@ -69,6 +69,7 @@ struct sb {
 	char cgroup[300];
 	bool checkpointing; /* its exit is the checkpoint's doing, not news */
 	bool exited;        /* its program ended by itself: its console log is kept (log-ring.h) */
+	bool destroying;    /* a destroy is under way: an exec ending now was interrupted by it */
 	bool vm;            /* microVM backend: pid is the VMM's */
 	uint64_t memory_limit;
 	struct console *console; /* gVisor only */
@@ -695,9 +696,11 @@ cmd_done(struct cmd *c, int status)
 				       c->timeout_ms);
 			break;
 		}
-		if (!sb || !sb->pid) {
+		if (!sb || !sb->pid || sb->destroying) {
 			ipc_call_error(c->call, -ECONNABORTED,
-				       "the sandbox stopped while the command ran");
+				       sb && !sb->destroying
+					       ? "the sandbox stopped while the command ran"
+					       : "the sandbox was destroyed while the command ran");
 			break;
 		}
 		Warren__V1__ExecResponse er = WARREN__V1__EXEC_RESPONSE__INIT;
@@ -1014,6 +1017,7 @@ handle_destroy(struct ipc_call *call, void *ud)
 		IpcResponse resp = WARREN__V1__RESPONSE__INIT;
 		return ipc_call_reply(call, &resp, NULL, 0);
 	}
+	sb->destroying = true;
 	struct ipc_call *d = ipc_call_defer(call);
 	int r = start_delete(sb, d, NULL);
 	if (r < 0) {

@@ -81,6 +81,19 @@ warrenctl thaw "$id"
 expect "after the exec, Snapshot works" call "/org/warren/Warren1/sandbox/$id" \
 	org.warren.Warren1.Sandbox Snapshot s after
 
+# a destroy during an exec: the exec is named interrupted, not given the kill's status
+d=$(create web wait)
+warrenctl exec "$d" -- /bin/busybox sleep 20 >"$T/dx.out" 2>&1 &
+ex=$!
+sleep 1
+warrenctl destroy "$d"
+set +e
+wait "$ex"
+st=$?
+set -e
+expect "an exec under a destroy fails ($st)" test "$st" != 0
+expect "named ExecInterrupted ($(cat "$T/dx.out"))" grep -q "interrupted: the sandbox was destroyed" "$T/dx.out"
+
 # the idle freeze (idle_ms 1000) waits for an exec to end
 i=$(create idler wait)
 expect "an idle sandbox is frozen (positive control)" wait_for 20 has_state "$i" frozen
