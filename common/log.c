@@ -8,6 +8,13 @@
 
 static const char *log_ident = "warren";
 static bool log_debug_on;
+static log_sink_fn log_sink;
+
+void
+log_set_sink(log_sink_fn sink)
+{
+	log_sink = sink;
+}
 
 void
 log_set_ident(const char *ident)
@@ -43,6 +50,8 @@ log_internal(int prio, int error, const char *fmt, ...)
 		else
 			out[o++] = (char)*p;
 	out[o] = 0;
+	if (log_sink && log_sink(prio, log_ident, out) == 0)
+		return -e;
 	fprintf(stderr, "<%d>%s: %s\n", prio, log_ident, out);
 	return -e;
 }

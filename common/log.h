@@ -7,6 +7,10 @@
 
 void log_set_ident(const char *ident);
 void log_set_debug(bool on);
+/* Another destination for messages (the supervisor's journald sink): called with the priority,
+ * the ident and the one-line message; returning <0 falls back to the stderr line. */
+typedef int (*log_sink_fn)(int prio, const char *ident, const char *msg);
+void log_set_sink(log_sink_fn sink);
 int log_internal(int prio, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_debug(...) log_internal(LOG_DEBUG, 0, __VA_ARGS__)

@@ -858,9 +858,28 @@ cmd_exec(int argc, char **argv)
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL, *reply = NULL;
 	char *path = sandbox_path(id);
-	sd_bus_message_new_method_call(bus, &m, BUS_NAME, path, SANDBOX_IFACE, "Exec");
+	/* --timeout=SECONDS: ExecWithOptions' timeout_ms (the supervisor's default otherwise) */
+	unsigned timeout_ms = 0;
+	if (opt("timeout")) {
+		double sec = atof(opt("timeout"));
+		if (!(sec > 0) || sec > 600) {
+			fprintf(stderr, "warrenctl: exec: --timeout is a number of seconds, 0-600\n");
+			free(path);
+			free(id);
+			return 2;
+		}
+		timeout_ms = (unsigned)(sec * 1000 + 0.5);
+		if (!timeout_ms)
+			timeout_ms = 1;
+	}
+	sd_bus_message_new_method_call(bus, &m, BUS_NAME, path, SANDBOX_IFACE,
+				       timeout_ms ? "ExecWithOptions" : "Exec");
 	sd_bus_message_append_strv(m, argv + 1);
-	int r = sd_bus_call(bus, m, 90 * 1000000ull, &e, &reply);
+	if (timeout_ms)
+		sd_bus_message_append(m, "a{sv}", 1, "timeout_ms", "u", timeout_ms);
+	/* the call outlives the command's own limit: its end is the supervisor's to name */
+	uint64_t wait_us = ((timeout_ms ? timeout_ms : 60000) + 60000) * 1000ull;
+	int r = sd_bus_call(bus, m, wait_us, &e, &reply);
 	free(path);
 	free(id);
 	sd_bus_message_unref(m);
@@ -1463,7 +1482,48 @@ cmd_apikey_main(int argc, char **argv)
 	return cmd_apikey(path, argv[0], argc > 1 ? argv[1] : NULL);
 }
 
+/* logs [-f] ID: the sandbox's console log through the fd OpenLogs answers (a sealed copy, or
+ * with -f a pipe that goes on with new output until the sandbox goes or ^C). */
+static int
+cmd_logs(int argc, char **argv)
+{
+	(void)argc;
+	bool follow = flag("follow");
+	char *id = NULL;
+	if (resolve_id(argv[0], &id) < 0)
+		return 1;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	char *path = sandbox_path(id);
+	int r = sd_bus_call_method(bus, BUS_NAME, path, SANDBOX_IFACE, "OpenLogs", &e, &reply,
+				   "a{sv}", 1, "follow", "b", follow);
+	free(path);
+	free(id);
+	if (r < 0)
+		return fail(r, &e, "logs");
+	int fd;
+	r = sd_bus_message_read(reply, "h", &fd);
+	if (r < 0)
+		return fail(r, NULL, "logs");
+	char buf[65536];
+	for (;;) {
+		ssize_t k = read(fd, buf, sizeof buf);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		if (fwrite(buf, 1, (size_t)k, stdout) != (size_t)k)
+			break;
+		if (follow)
+			fflush(stdout);
+	}
+	sd_bus_message_unref(reply);
+	return 0;
+}
+
 static const struct option no_opts[] = {{}};
+static const struct option exec_opts[] = {{"timeout", required_argument, NULL, 0}, {}};
+static const struct option logs_opts[] = {{"follow", no_argument, NULL, 'f'}, {}};
 static const struct option list_opts[] = {{"format", required_argument, NULL, 0},
 					  {"quiet", no_argument, NULL, 0},
 					  {"all", no_argument, NULL, 0},
@@ -1500,8 +1560,11 @@ static const struct command commands[] = {
 	 "create a sandbox; prints its id and URL", create_opts, 1, 1, cmd_create},
 	{"destroy", "ID...", "destroy sandboxes", no_opts, 1, -1, cmd_destroy},
 	{"rm", "ID...", "the same as destroy", no_opts, 1, -1, cmd_destroy},
-	{"exec", "ID [--] CMD [ARG...]", "run a command inside; exits with its status", no_opts, 2,
-	 -1, cmd_exec},
+	{"exec", "[--timeout S] ID [--] CMD [ARG...]",
+	 "run a command inside; exits with its status (a time limit of S seconds, 60 by default)",
+	 exec_opts, 2, -1, cmd_exec},
+	{"logs", "[-f|--follow] ID", "the sandbox's console (its program's stdout and stderr)",
+	 logs_opts, 1, 1, cmd_logs},
 	{"freeze", "ID", "freeze a sandbox (a request thaws it)", no_opts, 1, 1, cmd_freeze},
 	{"thaw", "ID", "thaw a frozen sandbox", no_opts, 1, 1, cmd_thaw},
 	{"snapshot", "ID TAG", "checkpoint a running sandbox into a tag (it goes on)", no_opts, 2,
@@ -1579,10 +1642,22 @@ run_command(const struct command *c, int argc, char **argv)
 	/* exec's command is everything after the id: stop at the first non-option (template add
 	 * takes its command after "--", which ends the options anyway) */
 	bool stop_at_args = !strcmp(c->name, "exec");
+	/* a short form where the table gives one (logs -f): its letter maps to its index */
+	char shorts[2 * MAX_OPTS + 4] = "";
+	snprintf(shorts, sizeof shorts, "%shj", stop_at_args ? "+" : "");
+	for (size_t i = 0; c->opts[i].name && i < MAX_OPTS; i++)
+		if (c->opts[i].val > ' ' && c->opts[i].val < 127 && c->opts[i].has_arg == no_argument) {
+			size_t l = strlen(shorts);
+			shorts[l] = (char)c->opts[i].val;
+			shorts[l + 1] = 0;
+		}
 	optind = 0; /* 0, not 1: GNU getopt re-reads the ordering ("+") of this optstring */
 	opterr = 0;
 	int o;
-	while ((o = getopt_long(argc, argv, stop_at_args ? "+hj" : "hj", all, NULL)) >= 0) {
+	while ((o = getopt_long(argc, argv, shorts, all, NULL)) >= 0) {
+		for (size_t i = 0; o > ' ' && o < 127 && o != 'h' && o != 'j' && c->opts[i].name; i++)
+			if (c->opts[i].val == o)
+				o = 1000 + (int)i;
 		if (o == 'h') {
 			command_help(c, stdout);
 			return 0;

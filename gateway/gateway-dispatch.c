@@ -32,9 +32,8 @@ handle_set_route(struct ipc_call *call, void *ud)
 		return ipc_call_error(call, -EINVAL, "bad sandbox id");
 	if (inet_pton(AF_INET, q->address, &a) != 1 || !port_valid(q->port))
 		return ipc_call_error(call, -EINVAL, "bad address or port");
-	if (q->state > WARREN__V1__ROUTE_STATE__ROUTE_FAILED || strlen(q->reason) > 200 ||
-	    q->start_timeout_ms > 600000)
-		return ipc_call_error(call, -EINVAL, "bad state, reason or timeout");
+	if (q->state > WARREN__V1__ROUTE_STATE__ROUTE_FAILED || q->start_timeout_ms > 600000)
+		return ipc_call_error(call, -EINVAL, "bad state or timeout");
 	struct route *r = route_set(g, q->id);
 	if (!r)
 		return -ENOMEM;
@@ -42,7 +41,7 @@ handle_set_route(struct ipc_call *call, void *ud)
 				     .sin_port = htons((uint16_t)q->port),
 				     .sin_addr = a};
 	r->state = (int)q->state;
-	snprintf(r->reason, sizeof r->reason, "%s", q->reason);
+	route_set_reason(r, q->reason);
 	r->start_timeout_ms = q->start_timeout_ms;
 	r->idle_ms = q->idle_ms;
 	r->probe_http = q->probe_http;
@@ -101,5 +100,6 @@ const struct ipc_handler gateway_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_STATUS, 0, 0, handle_status},
 	{WARREN__V1__REQUEST__BODY_SET_ROUTE, 0, 0, handle_set_route},
 	{WARREN__V1__REQUEST__BODY_REMOVE_ROUTE, 0, 0, handle_remove_route},
+	{WARREN__V1__REQUEST__BODY_PUSH_METRICS, 0, 0, metrics_handle_push},
 };
 const unsigned gateway_n_handlers = sizeof gateway_handlers / sizeof gateway_handlers[0];

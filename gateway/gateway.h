@@ -63,6 +63,7 @@ struct gateway {
 	 * gone, an unknown sandbox is answered 503 with Retry-After, never 404: it may well
 	 * exist. */
 	unsigned status_seen;
+	struct gateway_metrics *metrics; /* NULL: no metrics port */
 };
 /* true once the supervisor's routes are all in (see status_seen) */
 static inline bool
@@ -77,6 +78,7 @@ struct route *route_set(struct gateway *g, const char *id);
 void route_remove(struct gateway *g, struct route *r);
 unsigned route_count(struct gateway *g);
 void route_mark_active(struct route *r);
+void route_set_reason(struct route *r, const char *reason);
 /* The state changed: held requests retry now, probing starts or stops. */
 void route_changed(struct gateway *g, struct route *r);
 
@@ -88,6 +90,12 @@ void probe_stop(struct route *r);
 int proxy_listen(struct gateway *g, const char *address, unsigned port);
 void proxy_route_changed(struct gateway *g, struct route *r);
 void proxy_idle_scan_start(struct gateway *g);
+
+/* metrics.c: the Prometheus endpoint (its own port) and the counters behind it */
+int metrics_listen(struct gateway *g, const char *address, unsigned port);
+void metrics_count_response(struct gateway *g, int status);
+void metrics_observe_upstream(struct gateway *g, uint64_t usec);
+int metrics_handle_push(struct ipc_call *call, void *ud);
 
 /* gateway-dispatch.c */
 extern const struct ipc_handler gateway_handlers[];

@@ -23,6 +23,9 @@ usage(void)
 	       "  --port N               HTTP port (default 8300)\n"
 	       "  --domain D             sandboxes answer as <id>.D (default warren.localhost)\n"
 	       "  --user U               switch to this user after binding\n"
+	       "  --metrics-listen ADDR  address of the Prometheus endpoint (default 127.0.0.1)\n"
+	       "  --metrics-port N       GET /metrics there (default 9309; 0: none). The\n"
+	       "                         default port is skipped with a warning when taken\n"
 	       "Limits (S: seconds, decimals allowed; 0 turns a limit off):\n"
 	       "  --header-timeout S     a request head must be complete S after the accept\n"
 	       "                         (or its first byte after a keep-alive wait), else 408\n"
@@ -114,7 +117,9 @@ main(int argc, char **argv)
 {
 	static struct gateway g;
 	daemon_common_init(&g.dc, "gateway");
-	const char *listen = "127.0.0.1", *user = NULL;
+	const char *listen = "127.0.0.1", *user = NULL, *metrics_addr = "127.0.0.1";
+	unsigned metrics_port = 9309;
+	bool metrics_port_given = false;
 	unsigned port = 8300;
 	g.domain = "warren.localhost";
 	g.lim = (struct gateway_limits){.header_timeout_ms = 10000,
@@ -126,7 +131,8 @@ main(int argc, char **argv)
 	long max_open_files = -1;
 	bool conns_given = false;
 	enum { O_HEADER_TIMEOUT = 0x100, O_IDLE_TIMEOUT, O_BODY_TIMEOUT, O_RESPONSE_TIMEOUT,
-	       O_MAX_CONNS, O_MAX_CONNS_PER_IP, O_MAX_RESPONSE_HEAD, O_MAX_OPEN_FILES };
+	       O_MAX_CONNS, O_MAX_CONNS_PER_IP, O_MAX_RESPONSE_HEAD, O_MAX_OPEN_FILES,
+	       O_METRICS_LISTEN = 0x200, O_METRICS_PORT };
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'l'},
 		{"port", required_argument, NULL, 'p'},
@@ -140,6 +146,8 @@ main(int argc, char **argv)
 		{"max-connections-per-ip", required_argument, NULL, O_MAX_CONNS_PER_IP},
 		{"max-response-head", required_argument, NULL, O_MAX_RESPONSE_HEAD},
 		{"max-open-files", required_argument, NULL, O_MAX_OPEN_FILES},
+		{"metrics-listen", required_argument, NULL, O_METRICS_LISTEN},
+		{"metrics-port", required_argument, NULL, O_METRICS_PORT},
 		{"help", no_argument, NULL, 'h'},
 		DAEMON_COMMON_OPTIONS,
 		{}};
@@ -150,6 +158,18 @@ main(int argc, char **argv)
 			return 2;
 		if (r > 0)
 			continue;
+		if (c == O_METRICS_LISTEN) {
+			metrics_addr = optarg;
+			continue;
+		}
+		if (c == O_METRICS_PORT) {
+			long p = parse_count(optarg, 65535);
+			if (p < 0)
+				return log_error("Bad value for --metrics-port: %s", optarg), 2;
+			metrics_port = (unsigned)p;
+			metrics_port_given = true;
+			continue;
+		}
 		long v = 0;
 		if (c >= O_HEADER_TIMEOUT && c <= O_RESPONSE_TIMEOUT)
 			v = parse_seconds(optarg);
@@ -221,6 +241,14 @@ main(int argc, char **argv)
 		return 1;
 	if (!g.dc.seccomp_probe && proxy_listen(&g, listen, port) < 0)
 		return 1;
+	/* A metrics port asked for must be had; the default one is given up when taken (another
+	 * Warren on this host, a test's gateway beside a running one). */
+	if (!g.dc.seccomp_probe && metrics_port && metrics_listen(&g, metrics_addr, metrics_port) < 0) {
+		if (metrics_port_given)
+			return 1;
+		log_warning("No metrics endpoint: 127.0.0.1:%u is taken (--metrics-port)",
+			    metrics_port);
+	}
 	if (daemon_lock_down(&g.dc, user, NULL, 0, &gateway_seccomp) < 0)
 		return 1;
 	struct ipc_server_config cfg = {.name = "gateway",

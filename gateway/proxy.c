@@ -64,6 +64,7 @@ struct conn {
 	bool resp_keep_alive;
 	uint64_t hold_deadline_us;
 	bool thaw_asked;
+	uint64_t sent_us; /* the request head went upstream (metrics: upstream latency) */
 	bool reused; /* the upstream carried an earlier exchange */
 	bool was_starting; /* the sandbox was starting when the request came: keep retrying */
 	unsigned interim;  /* 1xx responses seen in this exchange */
@@ -238,6 +239,7 @@ send_error(struct conn *c, int status, const char *fmt, ...)
 	vsnprintf(body, sizeof body - 1, fmt, ap);
 	va_end(ap);
 	strcat(body, "\n");
+	metrics_count_response(c->g, status);
 	evbuffer_add_printf(bufferevent_get_output(c->client),
 			    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
 			    "Connection: close\r\nX-Warren-Error: %d\r\n%s\r\n%s",
@@ -384,6 +386,11 @@ forward_response(struct conn *c)
 			send_error(c, 502, "sandbox %s sent a malformed response", c->route_id);
 			return;
 		}
+		if (h.status == 101 || h.status >= 200) {
+			metrics_count_response(c->g, h.status);
+			if (c->sent_us)
+				metrics_observe_upstream(c->g, now_usec() - c->sent_us);
+		}
 		if (h.status == 101) {
 			evbuffer_remove_buffer(in, bufferevent_get_output(c->client), (size_t)k);
 			c->state = S_TUNNEL;
@@ -467,6 +474,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		c->state = S_EXCHANGE;
 		/* The head stays until the answer starts, for one retry on a stale keep-alive. */
 		bufferevent_write(c->up, c->head, c->head_len);
+		c->sent_us = now_usec();
 		exchange_timeouts(c);
 		forward_request_body(c);
 		return;
@@ -819,6 +827,7 @@ refuse(struct gateway *g, int fd, const char *why)
 	}
 	close(fd);
 	g->refused++;
+	metrics_count_response(g, 503);
 	uint64_t now = now_usec();
 	if (now - g->last_refusal_log_us >= 10000000) { /* one line per 10 s at most */
 		g->last_refusal_log_us = now;

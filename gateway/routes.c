@@ -71,3 +71,22 @@ route_changed(struct gateway *g, struct route *r)
 		probe_stop(r);
 	proxy_route_changed(g, r);
 }
+
+/* A failed sandbox's reason, as a 502 will say it: any length is taken (a route refused for a
+ * long reason would leave the sandbox "starting" and its clients waiting for a 504), cut at a
+ * character boundary to what the route holds, control characters made spaces. */
+void
+route_set_reason(struct route *r, const char *reason)
+{
+	size_t n = strlen(reason);
+	if (n >= sizeof r->reason) {
+		n = sizeof r->reason - 1;
+		while (n > 0 && ((unsigned char)reason[n] & 0xc0) == 0x80)
+			n--; /* reason[n] would start the cut: keep whole UTF-8 sequences */
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)reason[i];
+		r->reason[i] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
+	}
+	r->reason[n] = 0;
+}

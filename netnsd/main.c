@@ -6,6 +6,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "log-ring.h"
 #include "netnsd.h"
 #include "notify.h"
 #include "privdrop.h"
@@ -48,7 +49,9 @@ usage(void)
 	       "                       reclaim knob is handed to it (default warren-snapshotd)\n"
 	       "  --remove-all         remove every sandbox, slot and the nftables table an earlier\n"
 	       "                       netnsd with these options left running, then exit (a\n"
-	       "                       stopped netnsd leaves its sandboxes for the next one)\n" ISOLATION_HELP
+	       "                       stopped netnsd leaves its sandboxes for the next one)\n"
+	       "  --log-size BYTES     each gVisor sandbox's console log ring (warrenctl logs;\n"
+	       "                       default 262144, at most 16777216)\n" ISOLATION_HELP
 	       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
 }
 
@@ -67,6 +70,7 @@ main(int argc, char **argv)
 	n.slots_fd = -1;
 	unsigned want_size = 0;
 	bool remove_all = false;
+	size_t log_ring_size = 0;
 	const char *subnet = "10.201.0.0", *prefix = "wrn", *table = "warren";
 	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
 	n.runsc = "/usr/bin/runsc";
@@ -101,6 +105,7 @@ main(int argc, char **argv)
 		{"vm-console", no_argument, NULL, 'C'},
 		{"snapshotd-user", required_argument, NULL, 'D'},
 		{"remove-all", no_argument, NULL, 'X'},
+		{"log-size", required_argument, NULL, 0x300},
 		{"help", no_argument, NULL, 'h'},
 		ISOLATION_OPTIONS,
 		OCI_LIMITS_OPTIONS,
@@ -186,6 +191,16 @@ main(int argc, char **argv)
 		case 'X':
 			remove_all = true;
 			break;
+		case 0x300: {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || v < 4096 || v > LOG_RING_MAX) {
+				log_error("Bad --log-size %s (4096-%u bytes)", optarg, LOG_RING_MAX);
+				return 2;
+			}
+			log_ring_size = (size_t)v;
+			break;
+		}
 		case 'h':
 			usage();
 			return 0;
@@ -278,7 +293,8 @@ main(int argc, char **argv)
 				     .freezer_uid = (uid_t)-1,
 				     .reclaim_uid = (uid_t)-1,
 				     .adopt = &adoption,
-				     .lock_fd = lock_fd};
+				     .lock_fd = lock_fd,
+				     .log_ring_size = log_ring_size};
 	/* the spawner hands each sandbox's freezer knob to netnsd and its reclaim knob to
 	 * snapshotd, so neither keeps CAP_DAC_OVERRIDE for runsc's root-owned files */
 	gid_t knob_gid;

@@ -514,6 +514,67 @@ handle_check_rootfs(struct ipc_call *call, void *ud)
 	return r;
 }
 
+/* A sandbox's console log: to the spawner, whose fd comes back through here. */
+static int
+handle_open_logs(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const Warren__V1__OpenLogsRequest *q = call->req->open_logs;
+	/* also for a sandbox already removed: the spawner keeps the log of one whose program
+	 * ended (and answers -ENOENT for any other id) */
+	if (!sandbox_id_valid(q->id))
+		return ipc_call_error(call, -ENOENT, "no sandbox %s", q->id);
+	return forward(n, call, q->id, NULL, 0, 5000);
+}
+
+/* Traffic of each claimed slot, from its host veth's counters in sysfs (the supervisor, in a
+ * private network namespace, cannot see them): for the metrics endpoint. Reads only. */
+static int
+handle_slot_counters(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	unsigned size = pool_size(n->pool), count = 0;
+	Warren__V1__SlotCounters *cs = calloc(size + 1, sizeof *cs);
+	Warren__V1__SlotCounters **ptrs = calloc(size + 1, sizeof *ptrs);
+	if (!cs || !ptrs) {
+		free(cs);
+		free(ptrs);
+		return -ENOMEM;
+	}
+	static const char *const names[4] = {"rx_bytes", "tx_bytes", "rx_packets", "tx_packets"};
+	for (unsigned i = 0; i < size; i++) {
+		struct slot *sl = pool_slot(n->pool, i);
+		if (!sl || !sl->claimed || !sl->host_ifname[0])
+			continue;
+		uint64_t v[4] = {0, 0, 0, 0};
+		for (int k = 0; k < 4; k++) {
+			char path[128];
+			snprintf(path, sizeof path, "/sys/class/net/%s/statistics/%s", sl->host_ifname,
+				 names[k]);
+			file_read_u64(path, &v[k]);
+		}
+		Warren__V1__SlotCounters *c = &cs[count];
+		warren__v1__slot_counters__init(c);
+		c->slot = i;
+		/* the host side's receive is what the sandbox sent */
+		c->tx_bytes = v[0];
+		c->rx_bytes = v[1];
+		c->tx_packets = v[2];
+		c->rx_packets = v[3];
+		ptrs[count++] = c;
+	}
+	Warren__V1__SlotCountersResponse sr = WARREN__V1__SLOT_COUNTERS_RESPONSE__INIT;
+	sr.slots = ptrs;
+	sr.n_slots = count;
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_SLOT_COUNTERS;
+	resp.slot_counters = &sr;
+	int r = ipc_call_reply(call, &resp, NULL, 0);
+	free(cs);
+	free(ptrs);
+	return r;
+}
+
 const struct ipc_handler netnsd_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_STATUS, 0, 0, handle_status},
 	{WARREN__V1__REQUEST__BODY_CLAIM_SLOT, 0, IPC_NEEDS_READY, handle_claim},
@@ -526,5 +587,7 @@ const struct ipc_handler netnsd_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, IPC_NEEDS_READY, handle_checkpoint},
 	{WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX, 2, IPC_NEEDS_READY, handle_restore},
 	{WARREN__V1__REQUEST__BODY_CHECK_ROOTFS, 0, 0, handle_check_rootfs},
+	{WARREN__V1__REQUEST__BODY_SLOT_COUNTERS, 0, 0, handle_slot_counters},
+	{WARREN__V1__REQUEST__BODY_OPEN_LOGS, 0, IPC_NEEDS_READY, handle_open_logs},
 };
 const unsigned netnsd_n_handlers = sizeof netnsd_handlers / sizeof netnsd_handlers[0];

@@ -3,6 +3,7 @@
  * sandbox code. A helper coming back triggers re-adoption (netnsd) or a route push (gateway). */
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "supervisor.h"
 
 #include <string.h>
@@ -48,6 +49,10 @@ status_poll(evutil_socket_t fd, short what, void *arg)
 static void
 helper_event(const IpcResponse *ev, void *ud)
 {
+	if (ev->body_case == WARREN__V1__RESPONSE__BODY_METRICS_NEEDED) {
+		metrics_on_needed(ev->metrics_needed->seq);
+		return;
+	}
 	sandbox_on_event(ev);
 }
 

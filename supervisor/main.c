@@ -29,7 +29,9 @@ usage(void)
 	       "  --idle-ms N            freeze sandboxes idle this long, 0 never (default 300000)\n"
 	       "  --max-templates N      AddTemplate refuses more templates (default 1024)\n"
 	       "  --cgroup-parent P      where netnsd puts sandbox cgroups (default /warren)\n"
-	       "  --user U               switch to U when started as root\n" DAEMON_COMMON_HELP);
+	       "  --user U               switch to U when started as root\n"
+	       "  --log-journal          log to journald with SANDBOX_ID=, TEMPLATE=, BACKEND=\n"
+	       "                         (default: when stderr is the journal)\n" DAEMON_COMMON_HELP);
 }
 
 int
@@ -61,10 +63,12 @@ main(int argc, char **argv)
 					     {"user", required_argument, NULL, 'u'},
 					     {"max-templates", required_argument, NULL, 'M'},
 					     {"importd-socket", required_argument, NULL, 'I'},
+					     {"log-journal", no_argument, NULL, 'J'},
 					     {"help", no_argument, NULL, 'h'},
 					     DAEMON_COMMON_OPTIONS,
 					     {}};
 	int c;
+	bool journal = false;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		int r = daemon_common_option(&s.dc, c, optarg);
 		if (r < 0)
@@ -105,6 +109,9 @@ main(int argc, char **argv)
 		case 'u':
 			user = optarg;
 			break;
+		case 'J':
+			journal = true;
+			break;
 		case 'M':
 			s.max_templates = (unsigned)strtoul(optarg, NULL, 10);
 			break;
@@ -121,6 +128,7 @@ main(int argc, char **argv)
 	}
 	if (s.dc.dump_seccomp)
 		return daemon_lock_down(&s.dc, NULL, NULL, 0, &supervisor_seccomp) < 0;
+	journal_init(journal);
 	/* Helpers run as root except the gateway, which runs as its own user. */
 	uid_t gw_uid = 0;
 	gid_t gw_gid;

@@ -3,6 +3,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "supervisor.h"
 
 #include <string.h>
@@ -24,6 +25,7 @@ reclaim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_RECLAIM) {
 		const Warren__V1__ReclaimResponse *rr = resp->reclaim;
 		sb->reclaimed_bytes = rr->before > rr->after ? rr->before - rr->after : 0;
+		metrics_reclaimed(sb->reclaimed_bytes);
 		log_info("Sandbox %s: reclaimed %llu MiB (%llu -> %llu MiB) in %llu ms", sb->id,
 			 (unsigned long long)(sb->reclaimed_bytes >> 20),
 			 (unsigned long long)(rr->before >> 20), (unsigned long long)(rr->after >> 20),

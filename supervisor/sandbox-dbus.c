@@ -5,6 +5,8 @@
 #include "log.h"
 #include "macro.h"
 #include "dbus-input.h"
+#include "exec.h"
+#include "logs.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -16,6 +18,12 @@ void
 sandbox_dbus_set_cgroup_parent(const char *p)
 {
 	snprintf(cgroup_parent, sizeof cgroup_parent, "%s", p);
+}
+
+const char *
+sandbox_dbus_cgroup_parent(void)
+{
+	return cgroup_parent;
 }
 
 static int
@@ -58,38 +66,6 @@ method_destroy(sd_bus_message *m, void *ud, sd_bus_error *err)
 }
 
 static int
-method_exec(sd_bus_message *m, void *ud, sd_bus_error *err)
-{
-	int rc_ = dbus_input_check(m, err);
-	if (rc_ < 0)
-		return rc_;
-	struct sandbox *sb = ud;
-	_cleanup_free_ char **argv = NULL;
-	int r = sd_bus_message_read_strv(m, &argv);
-	if (r < 0)
-		return r;
-	if (!argv || !argv[0] || !argv[0][0]) {
-		for (char **a = argv; a && *a; a++)
-			free(*a);
-		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Exec needs a command");
-	}
-	if (sb->state != SANDBOX_RUNNING && sb->state != SANDBOX_STARTING)
-		r = sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s, not running", sb->id,
-				      sandbox_state_to_string(sb->state));
-	else {
-		r = sandbox_exec(sb, m, argv);
-		if (r < 0)
-			r = sd_bus_error_setf(err, ERR("HelperUnavailable"), "netnsd: %s",
-					      strerror(-r));
-		else
-			r = 1;
-	}
-	for (char **a = argv; *a; a++)
-		free(*a);
-	return r;
-}
-
-static int
 method_freeze(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
 	int rc_ = dbus_input_check(m, err);
@@ -103,6 +79,10 @@ method_freeze(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (sb->state != need)
 		return sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s", sb->id,
 					 sandbox_state_to_string(sb->state));
+	if (freeze && exec_running(sb))
+		return sd_bus_error_setf(err, ERR("BadState"),
+					 "Sandbox %s runs an exec: freeze it when the exec is done",
+					 sb->id);
 	return sandbox_freeze(sb, freeze, m);
 }
 
@@ -188,7 +168,13 @@ static const sd_bus_vtable sandbox_vtable[] = {
 	SD_BUS_METHOD_WITH_NAMES("Exec", "as", SD_BUS_PARAM(argv), "iayay",
 				 SD_BUS_PARAM(status) SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr),
 				 method_exec, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("ExecWithOptions", "asa{sv}", SD_BUS_PARAM(argv)
+				 SD_BUS_PARAM(options), "iayay", SD_BUS_PARAM(status)
+				 SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr), method_exec,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Freeze", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("OpenLogs", "a{sv}", SD_BUS_PARAM(options), "h", SD_BUS_PARAM(fd),
+				 method_open_logs, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("Snapshot", "s", SD_BUS_PARAM(tag), "st", SD_BUS_PARAM(tag)
 				 SD_BUS_PARAM(size), method_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Thaw", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -6,6 +6,9 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "exec.h"
+#include "logs.h"
+#include "metrics.h"
 #include "supervisor.h"
 
 #include <dirent.h>
@@ -16,7 +19,6 @@
 
 #define DEFAULT_POOL_TIMEOUT_MS 30000
 #define DEFAULT_START_TIMEOUT_MS 60000
-#define EXEC_OUTPUT_MAX (16u << 20)
 
 struct supervisor *sup;
 
@@ -527,6 +529,7 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	snprintf(sb->backend, sizeof sb->backend, "%s", backend);
 	sb->state = SANDBOX_CREATING;
 	sb->create_msg = m ? sd_bus_message_ref(m) : NULL;
+	logs_owner_set(sb->id, m);
 	if (image_fd >= 0) {
 		sb->image_fd = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
 		snprintf(sb->restoring_tag, sizeof sb->restoring_tag, "%s", tag);
@@ -599,6 +602,7 @@ void
 sandbox_take_standby(struct sandbox *sb, sd_bus_message *m)
 {
 	sb->standby = false;
+	logs_owner_set(sb->id, m);
 	sb->created_usec = realtime_usec();
 	sb->t_create_us = now_usec();
 	state_write_sandbox(sup, sb);
@@ -658,6 +662,7 @@ sandbox_restore_failed(struct sandbox *sb, const char *why)
 static void
 sandbox_ready(struct sandbox *sb)
 {
+	metrics_sandbox_ready(sb);
 	sb->t_ready_us = now_usec();
 	if (sb->t_pause_us) {
 		sb->last_pause_us = sb->t_ready_us - sb->t_pause_us;
@@ -710,7 +715,7 @@ sandbox_on_event(const IpcResponse *ev)
 	}
 	case WARREN__V1__RESPONSE__BODY_ROUTE_IDLE:
 		sb = sandbox_find(sup, ev->route_idle->id);
-		if (sb && sb->state == SANDBOX_RUNNING) {
+		if (sb && sb->state == SANDBOX_RUNNING && !exec_defer_idle_freeze(sb)) {
 			log_info("Sandbox %s is idle: freezing", sb->id);
 			freeze_request(sb, true, NULL);
 		}
@@ -723,69 +728,6 @@ sandbox_on_event(const IpcResponse *ev)
 	default:
 		return;
 	}
-}
-
-/* ---- exec ---- */
-
-static int
-read_memfd(int fd, void **data, size_t *len)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	size_t n = (size_t)st.st_size < EXEC_OUTPUT_MAX ? (size_t)st.st_size : EXEC_OUTPUT_MAX;
-	*data = malloc(n ? n : 1);
-	ssize_t k = pread(fd, *data, n, 0);
-	*len = k > 0 ? (size_t)k : 0;
-	return 0;
-}
-
-static void
-exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
-{
-	sd_bus_message *m = ud;
-	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_EXEC || n_fds != 2) {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_error_setf(&e, ERR("ExecFailed"), "Exec failed: %s",
-				  resp && resp->message ? resp->message : strerror(-r));
-		sd_bus_reply_method_error(m, &e);
-		sd_bus_error_free(&e);
-	} else {
-		void *out = NULL, *err = NULL;
-		size_t out_len = 0, err_len = 0;
-		read_memfd(fds[0], &out, &out_len);
-		read_memfd(fds[1], &err, &err_len);
-		sd_bus_message *reply = NULL;
-		if (sd_bus_message_new_method_return(m, &reply) >= 0 &&
-		    sd_bus_message_append(reply, "i", resp->exec->status) >= 0 &&
-		    sd_bus_message_append_array(reply, 'y', out, out_len) >= 0 &&
-		    sd_bus_message_append_array(reply, 'y', err, err_len) >= 0)
-			sd_bus_send(NULL, reply, NULL);
-		sd_bus_message_unref(reply);
-		free(out);
-		free(err);
-	}
-	ipc_close_fds(fds, n_fds);
-	sd_bus_message_unref(m);
-}
-
-int
-sandbox_exec(struct sandbox *sb, sd_bus_message *m, char **argv)
-{
-	Warren__V1__ExecRequest q = WARREN__V1__EXEC_REQUEST__INIT;
-	q.id = sb->id;
-	for (q.n_argv = 0; argv[q.n_argv]; q.n_argv++)
-		;
-	q.argv = argv;
-	q.timeout_ms = 60000;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_EXEC;
-	req.exec = &q;
-	sd_bus_message_ref(m);
-	int r = helper_call(HELPER_NETNSD, &req, NULL, 0, 70000, exec_done, m);
-	if (r < 0)
-		sd_bus_message_unref(m);
-	return r;
 }
 
 /* ---- freeze ---- */

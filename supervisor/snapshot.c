@@ -10,6 +10,9 @@
 #include "log.h"
 #include "macro.h"
 #include "dbus-input.h"
+#include "exec.h"
+#include "logs.h"
+#include "metrics.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -57,6 +60,7 @@ struct fork_job {
 	unsigned n_ids;
 	char error[256];
 	int image_fd;
+	uint64_t t0; /* monotonic, for the fork latency metric */
 };
 
 static void
@@ -71,6 +75,7 @@ fork_job_finish(struct fork_job *j)
 			sd_bus_error_free(&e);
 		} else {
 			j->ids[j->n_ids] = NULL;
+			metrics_fork_done(j->t0);
 			sd_bus_message *reply = NULL;
 			if (sd_bus_message_new_method_return(j->m, &reply) >= 0 &&
 			    sd_bus_message_append_strv(reply, j->ids) >= 0)
@@ -90,8 +95,10 @@ fork_job_finish(struct fork_job *j)
 void
 fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error)
 {
-	if (ok)
+	if (ok) {
 		j->ids[j->n_ids++] = strdup(id);
+		logs_owner_set(id, j->m);
+	}
 	else if (error)
 		snprintf(j->error, sizeof j->error, "%s", error);
 	progress("fork", j->tag, "children routed", j->count - j->pending + 1, j->count);
@@ -141,6 +148,7 @@ fork_start(sd_bus_message *m, const char *tag, unsigned count)
 	j->count = count;
 	j->ids = calloc(count + 1, sizeof *j->ids);
 	j->image_fd = -1;
+	j->t0 = now_usec();
 	int r = image_open_call(tag, 60000, fork_open_done, j);
 	if (r < 0) {
 		j->m = sd_bus_message_unref(j->m);
@@ -243,6 +251,7 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_COMMIT_IMAGE) {
 		sn->size = resp->commit_image->image->size;
 		progress("snapshot", sn->tag, "sealed", 3, 3);
+		metrics_snapshot_done(sb ? sb->backend : "gvisor", sn->t0);
 		log_info("Sandbox %s: image %s sealed (%llu KiB) %llu ms after the pause began",
 			 sn->id, sn->tag, (unsigned long long)(sn->size >> 10),
 			 (unsigned long long)((now_usec() - sn->t0) / 1000));
@@ -369,6 +378,11 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	if (sb->state != SANDBOX_RUNNING)
 		return sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s, not running",
 					 sb->id, sandbox_state_to_string(sb->state));
+	if (exec_running(sb))
+		return sd_bus_error_setf(err, ERR("BadState"),
+					 "Sandbox %s runs an exec: a checkpoint would end it; snapshot "
+					 "it when the exec is done",
+					 sb->id);
 	if (sb->nsfd < 0)
 		return sd_bus_error_setf(err, ERR("BadState"),
 					 "Sandbox %s was re-adopted after a restart; Warren no longer "

@@ -198,7 +198,6 @@ int method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err);
 int method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err);
 int method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
 int method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err);
-int sandbox_exec(struct sandbox *sb, sd_bus_message *m, char **argv);
 int sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m);
 /* reclaim.c: the swap/zswap set-up through snapshotd and the host's current figures */
 int reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_bytes, bool zswap,
@@ -222,10 +221,15 @@ int manager_dbus_init(struct supervisor *s);
 int sandbox_dbus_init(struct supervisor *s);
 void sandbox_dbus_emit_new(struct sandbox *sb, bool added);
 void sandbox_dbus_emit_state(struct sandbox *sb);
+const char *sandbox_dbus_cgroup_parent(void); /* where netnsd puts sandbox cgroups */
 int bus_errno_to_error(int r, sd_bus_error *err, const char *fmt, ...);
 
 /* bus-event.c */
 int bus_attach_event(sd_bus *bus, struct event_base *base);
+
+/* journal.c: log lines to journald with SANDBOX_ID=, TEMPLATE=, BACKEND= (force, or when
+ * stderr is the journal) */
+void journal_init(bool force);
 
 /* supervisor-sandbox.c */
 extern const struct seccomp_policy supervisor_seccomp;

@@ -16,6 +16,7 @@
 #include "adopt.h"
 #include "cgroup.h"
 #include "fault.h"
+#include "log-ring.h"
 #include "microvm.h"
 #include "fileio.h"
 #include "ipc-server.h"
@@ -61,6 +62,7 @@ struct console {
 	uint64_t dropped;      /* not written in this second */
 	char tail[CONSOLE_TAIL];
 	size_t tail_len;
+	struct log_ring *ring; /* what `warrenctl logs` reads: what the file gets, bounded */
 };
 
 struct sb {
@@ -75,6 +77,8 @@ struct sb {
 	char bundle[300];
 	char cgroup[300];
 	bool checkpointing; /* its exit is the checkpoint's doing, not news */
+	bool exited;        /* its program ended by itself: its console log is kept (log-ring.h) */
+	bool destroying;    /* a destroy is under way: an exec ending now was interrupted by it */
 	bool vm;            /* microVM backend: pid is the VMM's */
 	uint64_t memory_limit;
 	struct console *console; /* gVisor only */
@@ -108,6 +112,11 @@ struct cmd {
 	struct event *timer;
 	char *error; /* a failed run being cleaned up: the error to answer with */
 	char *pidfile; /* gVisor exec: where runsc writes the exec'd process's pid in the sandbox */
+	/* exec: its time limit, when it began, and whether the limit ended it (named, never a
+	 * status: a command killed at its limit did not exit 137 by itself) */
+	unsigned timeout_ms;
+	uint64_t started_us;
+	bool timed_out;
 	struct cmd *next;
 };
 
@@ -154,6 +163,7 @@ console_keep_tail(struct console *c, const char *buf, size_t n)
 static void
 console_write_file(struct console *c, const char *bundle, const char *buf, size_t n)
 {
+	log_ring_take(c->ring, buf, n);
 	if (c->file < 0)
 		return;
 	if (c->size + (off_t)n > CONSOLE_FILE_MAX) {
@@ -198,6 +208,7 @@ console_take(struct sb *sb, const char *buf, size_t n)
 			evtimer_add(c->timer, &tv);
 		}
 		c->dropped += n - w;
+		log_ring_dropped(c->ring, n - w);
 	}
 }
 
@@ -254,6 +265,7 @@ console_free(struct console *c)
 	safe_close(c->rfd);
 	safe_close(c->wfd);
 	safe_close(c->file);
+	log_ring_free(c->ring);
 	free(c);
 }
 
@@ -295,7 +307,8 @@ console_new(struct sb *sb, bool adopted)
 		c->size = lseek(c->file, 0, SEEK_END);
 	c->ev = event_new(base, c->rfd, EV_READ | EV_PERSIST, console_readable, sb);
 	c->timer = evtimer_new(base, console_flush, sb);
-	if (c->file < 0 || !c->ev || !c->timer) {
+	c->ring = log_ring_new(base, cfg->log_ring_size);
+	if (c->file < 0 || !c->ev || !c->timer || !c->ring) {
 		int r = c->file < 0 ? -errno : -ENOMEM;
 		console_free(c);
 		return r;
@@ -327,6 +340,10 @@ sb_forget(struct sb *sb)
 	for (struct cmd *c = cmds; c; c = c->next)
 		if (c->sb == sb)
 			c->sb = NULL;
+	if (sb->exited && sb->console) {
+		console_read(sb, 1 << 20);
+		log_ring_keep(sb->id, TAKE_PTR(sb->console->ring));
+	}
 	console_free(sb->console);
 	if (sb->pidfd_ev)
 		event_free(sb->pidfd_ev);
@@ -649,6 +666,21 @@ destroy_if_waiting(struct sb *sb)
 
 static void spawner_maybe_done(void);
 
+/* The console log travels with a checkpoint image: its restores (the parent's, a fork's
+ * children) start with it. A log that cannot be written is left out, never the image. */
+static void
+console_log_save(struct sb *sb, const struct image_proof *img)
+{
+	console_read(sb, 65536);
+	int r = log_ring_save(sb->console->ring, img->fd, LOG_RING_IMAGE_FILE);
+	if (r == 0)
+		r = image_proof_seal(img, LOG_RING_IMAGE_FILE);
+	if (r < 0) {
+		log_warning_errno(r, "Sandbox %s: console log not kept in the image: %m", sb->id);
+		unlinkat(img->fd, LOG_RING_IMAGE_FILE, 0);
+	}
+}
+
 static void
 cmd_done(struct cmd *c, int status)
 {
@@ -730,6 +762,8 @@ cmd_done(struct cmd *c, int status)
 		/* what runsc or the snapshot wrote, root's, becomes snapshotd's to seal */
 		if (ok && !sb->vm)
 			ok = image_proof_seal(&c->image, "checkpoint.img") == 0;
+		if (ok && !sb->vm && sb->console)
+			console_log_save(sb, &c->image);
 		if (ok && sb->vm)
 			ok = image_proof_seal(&c->image, "state") == 0 &&
 			     image_proof_seal(&c->image, "ram") == 0;
@@ -752,6 +786,24 @@ cmd_done(struct cmd *c, int status)
 	case CMD_EXEC: {
 		if (c->streams[0])
 			exec_streams_finish(c);
+		/* a microVM's agent kills at the limit and answers 137: the time says it was the
+		 * limit; gVisor's exec_timeout says so itself */
+		if (sb && sb->vm && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL &&
+		    mono_usec() - c->started_us >= (uint64_t)c->timeout_ms * 1000)
+			c->timed_out = true;
+		if (c->timed_out) {
+			ipc_call_error(c->call, -ETIMEDOUT,
+				       "the command ran past its time limit of %u ms and was killed",
+				       c->timeout_ms);
+			break;
+		}
+		if (!sb || !sb->pid || sb->destroying) {
+			ipc_call_error(c->call, -ECONNABORTED,
+				       sb && !sb->destroying
+					       ? "the sandbox stopped while the command ran"
+					       : "the sandbox was destroyed while the command ran");
+			break;
+		}
 		Warren__V1__ExecResponse er = WARREN__V1__EXEC_RESPONSE__INIT;
 		er.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 		resp.body_case = WARREN__V1__RESPONSE__BODY_EXEC;
@@ -792,6 +844,7 @@ on_sigchld(evutil_socket_t sig, short what, void *arg)
 			sb->pid = 0;
 			if (sb->checkpointing)
 				continue;
+			sb->exited = true;
 			Warren__V1__SandboxExitedEvent ev = WARREN__V1__SANDBOX_EXITED_EVENT__INIT;
 			ev.id = sb->id;
 			ev.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -970,6 +1023,14 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 		sb_forget(sb);
 		return r;
 	}
+	if (image_fd >= 0) {
+		/* the image's console log first (image_fd is proven snapshotd's: handle_restore) */
+		r = log_ring_load(sb->console->ring, image_fd, LOG_RING_IMAGE_FILE);
+		if (r < 0)
+			log_warning_errno(r, "Sandbox %s: the image's console log: %m", sb->id);
+		static const char note[] = "[warren: restored from a snapshot]\n";
+		log_ring_take(sb->console->ring, note, sizeof note - 1);
+	}
 	char pidfile[400];
 	snprintf(pidfile, sizeof pidfile, "%s/pid", sb->bundle);
 	int logfd = fcntl(sb->console->wfd, F_DUPFD_CLOEXEC, 3);
@@ -1129,6 +1190,7 @@ handle_destroy(struct ipc_call *call, void *ud)
 		IpcResponse resp = WARREN__V1__RESPONSE__INIT;
 		return ipc_call_reply(call, &resp, NULL, 0);
 	}
+	sb->destroying = true;
 	struct ipc_call *d = ipc_call_defer(call);
 	int r = start_delete(sb, d, NULL);
 	if (r < 0) {
@@ -1145,6 +1207,7 @@ static void
 exec_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct cmd *c = arg;
+	c->timed_out = true;
 	kill(c->pid, SIGKILL);
 	char buf[32];
 	if (!c->sb || !c->pidfile || file_read_line(c->pidfile, buf, sizeof buf) < 0)
@@ -1202,6 +1265,8 @@ vm_exec_start(struct ipc_call *call, struct sb *sb, const Warren__V1__ExecReques
 		ipc_call_free(d);
 		return r;
 	}
+	cmds->timeout_ms = q->timeout_ms ? q->timeout_ms : 30000;
+	cmds->started_us = mono_usec();
 	unsigned ms = (q->timeout_ms ? q->timeout_ms : 30000) + 15000; /* the agent's own limit first */
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	cmds->timer = evtimer_new(base, exec_timeout, cmds);
@@ -1267,10 +1332,47 @@ handle_exec(struct ipc_call *call, void *ud)
 	cmds->streams[1] = streams[1];
 	cmds->pidfile = pidfile;
 	unsigned ms = q->timeout_ms ? q->timeout_ms : 30000;
+	cmds->timeout_ms = ms;
+	cmds->started_us = mono_usec();
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	cmds->timer = evtimer_new(base, exec_timeout, cmds);
 	evtimer_add(cmds->timer, &tv);
 	return IPC_DEFER;
+}
+
+/* A sandbox's console log for its owner (the supervisor checked who asks): a sealed memfd of
+ * the ring, or with follow a pipe fed as output comes. gVisor only: a microVM's console goes
+ * to its serial port, kept only with netnsd --vm-console. */
+static int
+handle_open_logs(struct ipc_call *call, void *ud)
+{
+	const Warren__V1__OpenLogsRequest *q = call->req->open_logs;
+	struct sb *sb = sb_find(q->id);
+	/* a sandbox whose program ended: its kept log, whole (nothing more will come) */
+	struct log_ring *ring = sb ? NULL : log_ring_kept(q->id);
+	if (!sb && !ring)
+		return -ENOENT;
+	if (sb && (sb->vm || !sb->console))
+		return ipc_call_error(call, -EOPNOTSUPP, "microVM sandboxes keep no console log");
+	if (sb) {
+		console_read(sb, 1 << 20); /* what the guest wrote just before is in it */
+		ring = sb->console->ring;
+	}
+	int fd = -1;
+	uint64_t size = 0;
+	int r = log_ring_open(ring, q->follow && sb, &fd, &size);
+	if (r < 0)
+		return ipc_call_error(call, r, "%s", r == -EBUSY ? "too many followers of this log"
+								 : strerror(-r));
+	Warren__V1__OpenLogsResponse lr = WARREN__V1__OPEN_LOGS_RESPONSE__INIT;
+	lr.size = size;
+	lr.dropped = log_ring_dropped_total(ring);
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_OPEN_LOGS;
+	resp.open_logs = &lr;
+	r = ipc_call_reply(call, &resp, &fd, 1);
+	close(fd);
+	return r;
 }
 
 /* An id the new netnsd adopted (fixed-width ids: a name starting with one is its). */
@@ -1419,6 +1521,7 @@ static const struct ipc_handler spawner_table[] = {
 	{WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, 0, handle_checkpoint},
 	{WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX, 2, 0, handle_restore},
 	{WARREN__V1__REQUEST__BODY_CHECK_ROOTFS, 0, 0, handle_check_rootfs},
+	{WARREN__V1__REQUEST__BODY_OPEN_LOGS, 0, 0, handle_open_logs},
 };
 
 /* warren-agent beside netnsd's binary (the spawner is netnsd's fork): a root-owned regular file

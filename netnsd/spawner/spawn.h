@@ -30,6 +30,7 @@ struct spawner_config {
 	const struct adoption *adopt;
 	int lock_fd;
 	unsigned pool_size;
+	size_t log_ring_size; /* each gVisor sandbox's console log ring (log-ring.h); 0: default */
 };
 
 /* Fork the spawner; returns netnsd's end of the link. */

@@ -18,6 +18,7 @@ NFT_TABLE=warren_t$K
 CGROUP_PARENT=/warren-t$K
 GW_PORT=$((18300 + K))
 GW=http://127.0.0.1:$GW_PORT
+GW_METRICS_PORT=$((19300 + K))
 VM_RAM_DIR=/dev/shm/warren-t$K
 export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/bus.sock
 PIDS=()
@@ -97,7 +98,8 @@ start_gateway() {
 	install -d -m 0755 "$T/gw"
 	daemon gateway warren-launch __sockact "$T/gw/gateway.sock" warren-gateway 0660 -- \
 		setpriv --reuid=warren-gateway --regid=warren-gateway --clear-groups --no-new-privs \
-		"$LIBEXEC/warren-gateway" --peer-users warren --port "$GW_PORT" "$@"
+		"$LIBEXEC/warren-gateway" --peer-users warren --port "$GW_PORT" \
+		--metrics-port "$GW_METRICS_PORT" "$@"
 	wait_for 10 test -S "$T/gw/gateway.sock" || fail "gateway did not start"
 }
 start_supervisor() {
