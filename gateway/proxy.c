@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define RETRY_US 50000
 #define HIGH_WATER (256 * 1024)
@@ -106,6 +108,87 @@ bev_timeouts(struct bufferevent *bev, unsigned read_ms, unsigned write_ms)
 	bufferevent_set_timeouts(bev, read_ms ? &r : NULL, write_ms ? &w : NULL);
 }
 
+/* A bufferevent reads and writes in 16 KiB steps: a 1 MiB body took 64 reads and 64 writes. */
+#define MAX_SINGLE_IO (256 * 1024)
+
+/* Sockets are written through: bytes added to an output buffer are written at once (one writev)
+ * and EV_WRITE is enabled only while some are left, so the common exchange (a head each way,
+ * a small body) costs no epoll_ctl and no extra loop turn; a bufferevent left to itself adds
+ * and removes its write event around every write (two epoll_ctl and a loop turn per write).
+ * bev_new (accepted sockets) and up_event (once connected) disable EV_WRITE; what a write
+ * leaves is written by libevent, which calls the write callback (resume_reader), and that
+ * disables EV_WRITE again once the output is empty. Errors are left to libevent too: its own
+ * write then reports them through the event callback, as before. */
+static void
+flush_now(struct bufferevent *bev)
+{
+	if (!bev)
+		return;
+	struct evbuffer *out = bufferevent_get_output(bev);
+	if (!evbuffer_get_length(out) || (bufferevent_get_enabled(bev) & EV_WRITE))
+		return;
+	int fd = bufferevent_getfd(bev);
+	if (fd >= 0) {
+		/* a socket bufferevent keeps its output's start frozen outside its own callbacks */
+		bool frozen = evbuffer_unfreeze(out, 1) == 0;
+		(void)evbuffer_write_atmost(out, fd, MAX_SINGLE_IO);
+		if (frozen)
+			evbuffer_freeze(out, 1);
+	}
+	if (evbuffer_get_length(out))
+		bufferevent_enable(bev, EV_WRITE);
+}
+
+/* libevent 2.1 reads a socket 4 KiB at a time (EVBUFFER_MAX_READ, whatever the bufferevent's
+ * max single read), one FIONREAD ioctl and one readv each: 512 system calls for a 1 MiB body.
+ * After a read that filled those 4 KiB, the read callbacks read on here into the input buffer,
+ * up to `limit` bytes buffered. A read that finds nothing, the end or an error leaves it to
+ * libevent's next read, which reports it through the event callback as before. */
+#define LIBEVENT_READ 4096
+
+static void
+read_more(struct bufferevent *bev, size_t limit)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t have = evbuffer_get_length(in);
+	int fd = bufferevent_getfd(bev);
+	if (have < LIBEVENT_READ || have >= limit || fd < 0 ||
+	    !(bufferevent_get_enabled(bev) & EV_READ))
+		return;
+	size_t want = limit - have < MAX_SINGLE_IO ? limit - have : MAX_SINGLE_IO;
+	/* a socket bufferevent keeps its input's end frozen outside its own callbacks */
+	bool frozen = evbuffer_unfreeze(in, 0) == 0;
+	struct evbuffer_iovec v[2];
+	int n = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
+	if (n > 0) {
+		struct iovec iov[2];
+		for (int i = 0; i < n; i++)
+			iov[i] = (struct iovec){v[i].iov_base, v[i].iov_len};
+		ssize_t k = readv(fd, iov, n);
+		size_t left = k > 0 ? (size_t)k : 0;
+		for (int i = 0; i < n; i++) {
+			v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
+			left -= v[i].iov_len;
+		}
+		evbuffer_commit_space(in, v, n);
+	}
+	if (frozen)
+		evbuffer_freeze(in, 0);
+}
+
+static struct bufferevent *
+bev_new(struct gateway *g, int fd)
+{
+	struct bufferevent *bev = bufferevent_socket_new(g->dc.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!bev)
+		return NULL;
+	bufferevent_set_max_single_read(bev, MAX_SINGLE_IO);
+	bufferevent_set_max_single_write(bev, MAX_SINGLE_IO);
+	if (fd >= 0)
+		bufferevent_disable(bev, EV_WRITE); /* written through (flush_now) */
+	return bev;
+}
+
 static struct ip_count **
 ip_slot(struct gateway *g, uint32_t addr)
 {
@@ -178,6 +261,7 @@ static void
 closing_write(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
+	flush_now(bev);
 	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 		conn_free(c);
 }
@@ -252,6 +336,7 @@ move(struct bufferevent *src, struct bufferevent *dst, uint64_t n)
 	size_t avail = evbuffer_get_length(in);
 	size_t take = n < avail ? (size_t)n : avail;
 	evbuffer_remove_buffer(in, bufferevent_get_output(dst), take);
+	flush_now(dst);
 	if (evbuffer_get_length(bufferevent_get_output(dst)) > HIGH_WATER)
 		bufferevent_disable(src, EV_READ);
 	return take;
@@ -272,6 +357,7 @@ move_chunked(struct bufferevent *src, struct bufferevent *dst, struct http_chunk
 			return (int)k;
 		evbuffer_remove_buffer(in, bufferevent_get_output(dst), (size_t)k);
 	}
+	flush_now(dst);
 	if (evbuffer_get_length(bufferevent_get_output(dst)) > HIGH_WATER)
 		bufferevent_disable(src, EV_READ);
 	return 0;
@@ -283,6 +369,8 @@ resume_reader(struct bufferevent *bev, void *arg)
 	/* dst drained below the low watermark: let its source read again */
 	struct conn *c = arg;
 	struct bufferevent *src = bev == c->client ? c->up : c->client;
+	if (!evbuffer_get_length(bufferevent_get_output(bev)))
+		bufferevent_disable(bev, EV_WRITE); /* written through again (flush_now) */
 	if (src && c->state != S_CLOSING)
 		bufferevent_enable(src, EV_READ);
 }
@@ -324,6 +412,7 @@ static void
 exchange_complete(struct conn *c)
 {
 	bool keep = c->req_keep_alive && c->resp_keep_alive && c->req_done;
+	flush_now(c->client); /* a response without a body was only moved, not written */
 	if (!keep) {
 		close_after_flush(c);
 		return;
@@ -380,8 +469,10 @@ forward_response(struct conn *c)
 			return;
 		}
 		evbuffer_remove_buffer(in, bufferevent_get_output(c->client), (size_t)k);
-		if (h.status >= 100 && h.status < 200)
+		if (h.status >= 100 && h.status < 200) {
+			flush_now(c->client);
 			continue; /* interim response: the real one follows */
+		}
 		http_response_framing(&h, c->head_is_head_method);
 		c->resp_started = true;
 		/* from the first byte of the answer, silence is a stall */
@@ -420,6 +511,7 @@ static void
 up_read(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
+	read_more(bev, HIGH_WATER);
 	if (c->state == S_TUNNEL)
 		move(c->up, c->client, UINT64_MAX);
 	else if (c->state == S_EXCHANGE)
@@ -451,7 +543,10 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_CONNECTED) {
 		c->state = S_EXCHANGE;
 		/* The head stays until the answer starts, for one retry on a stale keep-alive. */
+		if (!c->reused)
+			bufferevent_disable(c->up, EV_WRITE); /* connected: written through now */
 		bufferevent_write(c->up, c->head, c->head_len);
+		flush_now(c->up);
 		exchange_timeouts(c);
 		forward_request_body(c);
 		return;
@@ -541,7 +636,7 @@ try_upstream(struct conn *c)
 	}
 	c->state = S_CONNECT;
 	c->reused = false;
-	c->up = bufferevent_socket_new(c->g->dc.base, -1, BEV_OPT_CLOSE_ON_FREE);
+	c->up = bev_new(c->g, -1);
 	bufferevent_setcb(c->up, up_read, resume_reader, up_event, c);
 	bufferevent_setwatermark(c->up, EV_WRITE, LOW_WATER, 0);
 	bufferevent_enable(c->up, EV_READ);
@@ -621,10 +716,12 @@ client_read(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(c->client);
 	if (c->state == S_TUNNEL) {
+		read_more(bev, HIGH_WATER);
 		move(c->client, c->up, UINT64_MAX);
 		return;
 	}
 	if (c->state == S_EXCHANGE) {
+		read_more(bev, HIGH_WATER);
 		forward_request_body(c);
 		return;
 	}
@@ -788,7 +885,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int
 	c->g = g;
 	c->addr = addr;
 	c->timer = evtimer_new(g->dc.base, conn_timeout, c);
-	c->client = bufferevent_socket_new(g->dc.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->client = bev_new(g, fd);
 	c->next = g->conns;
 	if (g->conns)
 		g->conns->prev = c;
