@@ -66,6 +66,7 @@ struct conn {
 	uint64_t hold_deadline_us;
 	bool thaw_asked;
 	bool reused; /* the upstream carried an earlier exchange */
+	bool up_idle; /* up is between exchanges, clean: it may serve another client */
 	bool was_starting; /* the sandbox was starting when the request came: keep retrying */
 	unsigned interim;  /* 1xx responses seen in this exchange */
 	uint32_t addr;     /* the client's, for the per-address count */
@@ -211,6 +212,117 @@ close_upstream(struct conn *c)
 	}
 	bufferevent_free(c->up);
 	c->up = NULL;
+	c->up_idle = false;
+}
+
+/* Idle upstream connections outlive their client, as nginx's `upstream { keepalive; }`: a
+ * client that closes (or asked for `Connection: close`) leaves a clean keep-alive upstream
+ * connection to its sandbox here, and the next request to that sandbox without an upstream of
+ * its own takes it instead of connecting (a connect, a handshake through the slot's veth and an
+ * RST close per request otherwise). Bounded per sandbox and in all; an idle one is closed (RST,
+ * as every upstream) when the sandbox says anything or closes, after POOL_IDLE_MS, and on any
+ * route change: a sandbox about to be frozen or checkpointed must have no open connection. */
+#define POOL_PER_ROUTE 64
+#define POOL_MAX 1024
+#define POOL_IDLE_MS 30000
+
+struct idle_up {
+	struct route *r;
+	struct bufferevent *bev;
+	struct idle_up *next, *prev;
+};
+static unsigned pool_total;
+
+static void
+pool_drop(struct idle_up *u)
+{
+	if (u->prev)
+		u->prev->next = u->next;
+	else
+		u->r->pool = u->next;
+	if (u->next)
+		u->next->prev = u->prev;
+	u->r->n_pool--;
+	pool_total--;
+	int fd = bufferevent_getfd(u->bev);
+	if (fd >= 0) {
+		struct linger l = {1, 0};
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+	}
+	bufferevent_free(u->bev);
+	free(u);
+}
+
+static void
+pool_read(struct bufferevent *bev, void *arg)
+{
+	pool_drop(arg); /* an idle upstream has nothing to say */
+}
+
+static void
+pool_event(struct bufferevent *bev, short what, void *arg)
+{
+	pool_drop(arg); /* closed, failed or idle too long */
+}
+
+static void
+pool_flush(struct route *r)
+{
+	while (r->pool)
+		pool_drop(r->pool);
+}
+
+/* Keep c's upstream for the next client of its sandbox; false: the caller closes it. */
+static bool
+pool_park(struct conn *c)
+{
+	struct route *r = c->up_idle ? route_find(c->g, c->route_id) : NULL;
+	if (!r || r->state != WARREN__V1__ROUTE_STATE__ROUTE_RUNNING || r->n_pool >= POOL_PER_ROUTE ||
+	    pool_total >= POOL_MAX || evbuffer_get_length(bufferevent_get_input(c->up)) ||
+	    evbuffer_get_length(bufferevent_get_output(c->up)))
+		return false;
+	struct idle_up *u = calloc(1, sizeof *u);
+	if (!u)
+		return false;
+	u->r = r;
+	u->bev = c->up;
+	u->next = r->pool;
+	if (r->pool)
+		r->pool->prev = u;
+	r->pool = u;
+	r->n_pool++;
+	pool_total++;
+	bufferevent_setcb(u->bev, pool_read, NULL, pool_event, u);
+	bufferevent_enable(u->bev, EV_READ); /* back-pressure may have paused it: hear a close */
+	bev_timeouts(u->bev, POOL_IDLE_MS, 0);
+	c->up = NULL;
+	c->up_idle = false;
+	return true;
+}
+
+/* An idle upstream to r left by another client, or NULL. */
+static struct bufferevent *
+pool_take(struct route *r)
+{
+	struct idle_up *u = r->pool;
+	if (!u)
+		return NULL;
+	struct bufferevent *bev = u->bev;
+	r->pool = u->next;
+	if (r->pool)
+		r->pool->prev = NULL;
+	r->n_pool--;
+	pool_total--;
+	free(u);
+	return bev;
+}
+
+/* Done with c's upstream: to the pool when it is clean, else closed. */
+static void
+release_upstream(struct conn *c)
+{
+	if (c->up && !pool_park(c))
+		close_upstream(c);
 }
 
 static void
@@ -244,7 +356,7 @@ conn_free(struct conn *c)
 		c->g->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	close_upstream(c);
+	release_upstream(c);
 	if (c->client)
 		bufferevent_free(c->client);
 	if (c->retry)
@@ -290,7 +402,7 @@ close_after_flush(struct conn *c)
 {
 	exchange_end(c);
 	c->state = S_CLOSING;
-	close_upstream(c);
+	release_upstream(c);
 	closing_read(c->client, c);
 	bufferevent_setwatermark(c->client, EV_READ, 0, 0);
 	bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
@@ -413,6 +525,8 @@ exchange_complete(struct conn *c)
 {
 	bool keep = c->req_keep_alive && c->resp_keep_alive && c->req_done;
 	flush_now(c->client); /* a response without a body was only moved, not written */
+	c->up_idle = c->resp_keep_alive && c->req_done &&
+		     !evbuffer_get_length(bufferevent_get_input(c->up));
 	if (!keep) {
 		close_after_flush(c);
 		return;
@@ -542,6 +656,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	struct conn *c = arg;
 	if (what & BEV_EVENT_CONNECTED) {
 		c->state = S_EXCHANGE;
+		c->up_idle = false;
 		/* The head stays until the answer starts, for one retry on a stale keep-alive. */
 		if (!c->reused)
 			bufferevent_disable(c->up, EV_WRITE); /* connected: written through now */
@@ -628,6 +743,11 @@ try_upstream(struct conn *c)
 		hold(c);
 		return;
 	}
+	if (!c->up && (c->up = pool_take(r))) {
+		/* another client's idle upstream to this sandbox */
+		bufferevent_setcb(c->up, up_read, resume_reader, up_event, c);
+		bufferevent_setwatermark(c->up, EV_WRITE, LOW_WATER, 0);
+	}
 	if (c->up) {
 		/* keep-alive upstream to the same sandbox: reuse it */
 		c->reused = true;
@@ -654,6 +774,7 @@ try_upstream(struct conn *c)
 void
 proxy_route_changed(struct gateway *g, struct route *r)
 {
+	pool_flush(r);
 	for (struct conn *c = g->conns; c; c = c->next) {
 		if (strcmp(c->route_id, r->id))
 			continue;
@@ -708,6 +829,26 @@ request_route(struct conn *c, const struct http_head *h, char id[SANDBOX_ID_LEN 
 			return 0;
 	}
 	return -ENOENT;
+}
+
+/* Copy head bytes [from, to) to o, without the Connection header lines when drop is set. */
+static char *
+copy_head(char *o, const char *from, const char *to, const struct http_head *h, bool drop)
+{
+	for (size_t i = 0; drop && i < h->n_headers; i++) {
+		const struct http_header *hd = &h->headers[i];
+		if (hd->name < from || !http_header_is(hd, "Connection"))
+			continue;
+		const char *v_end = hd->value + hd->value_len;
+		const char *lf = memchr(v_end, '\n', (size_t)(to - v_end));
+		if (!lf)
+			break;
+		memcpy(o, from, (size_t)(hd->name - from));
+		o += hd->name - from;
+		from = lf + 1;
+	}
+	memcpy(o, from, (size_t)(to - from));
+	return o + (to - from);
 }
 
 static void
@@ -775,8 +916,11 @@ client_read(struct bufferevent *bev, void *arg)
 	size_t rest_len = h.target_len - strip;
 	size_t after_target = (size_t)(h.target + h.target_len - p);
 	bool need_slash = strip && (rest_len == 0 || rest[0] == '?');
-	c->head_len = (size_t)k - strip + (need_slash ? 1 : 0);
-	c->head = malloc(c->head_len);
+	c->head = malloc((size_t)k - strip + (need_slash ? 1 : 0));
+	if (!c->head) {
+		send_error(c, 503, "out of memory");
+		return;
+	}
 	char *o = c->head;
 	memcpy(o, p, (size_t)(h.target - p));
 	o += h.target - p;
@@ -784,11 +928,15 @@ client_read(struct bufferevent *bev, void *arg)
 		*o++ = '/';
 	memcpy(o, rest, rest_len);
 	o += rest_len;
-	memcpy(o, p + after_target, (size_t)k - after_target);
+	/* `Connection: close` is the client's hop: the upstream connection stays open for the
+	 * pool (hop-by-hop, RFC 9110 7.6.1; an Upgrade's Connection header goes through). */
+	bool drop_connection = !h.keep_alive && !h.upgrade && h.version_minor == 1;
+	o = copy_head(o, p + after_target, p + k, &h, drop_connection);
+	c->head_len = (size_t)(o - c->head);
 	evbuffer_drain(in, (size_t)k);
 
 	if (c->up && strcmp(c->route_id, id))
-		close_upstream(c); /* different sandbox: its own connection */
+		release_upstream(c); /* different sandbox: its own connection */
 	snprintf(c->route_id, sizeof c->route_id, "%s", id);
 	c->head_is_head_method = h.method_len == 4 && !strncmp(h.method, "HEAD", 4);
 	c->req_keep_alive = h.keep_alive;
