@@ -3,7 +3,7 @@
 
   bench/bench-gateway.py [--quick] [--rounds N] [--seconds S] [--nginx-workers N|auto]
                          [--libexec DIR] [--build DIR] [--only NAME,...] [--no-write]
-                         [--from-json FILE]
+                         [--from-json FILE] [--held] [--held-only] [--held-n N]
 
 Run as root (namespaces, nginx). Needs nginx-light and wrk (scripts/setup.sh installs them). It
 needs no running Warren: it starts its own warren-gateway (the installed one, --libexec) and
@@ -377,6 +377,8 @@ def main():
     ap.add_argument("--held", action="store_true",
                     help="also the held first request (needs Warren running: scripts/run.sh)")
     ap.add_argument("--held-n", type=int, default=10)
+    ap.add_argument("--held-only", action="store_true",
+                    help="only the held first request, added to bench/results/gateway.json")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--from-json")
     ap.add_argument("--keep", action="store_true", help="leave the set-up running (profiling)")
@@ -385,8 +387,17 @@ def main():
         a.rounds, a.seconds, a.no_write = 1, 2, True
     if a.only:
         a.no_write = True
+    if a.held_only:
+        a.from_json = a.from_json or os.path.join(ROOT, "bench/results/gateway.json")
     if a.from_json:
         res = json.load(open(a.from_json))
+        if a.held_only:
+            held, polled = held_first_request(a)
+            res["held"] = {"n": len(held), "held": held, "polled": polled,
+                           "held_p50": pct(held, 50), "held_p90": pct(held, 90),
+                           "polled_p50": pct(polled, 50), "polled_p90": pct(polled, 90)}
+            with open(a.from_json, "w") as f:
+                json.dump(res, f, indent=1)
     else:
         raise_nofile()
         procs = setup(a)
