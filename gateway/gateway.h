@@ -24,6 +24,8 @@ struct route {
 	bool runtime_up;
 	unsigned http_timeout_ms; /* probe_http: how long a probe waits for the answer */
 	uint64_t probe_started_us;
+	struct idle_up *pool; /* proxy.c: idle keep-alive upstream connections to it */
+	unsigned n_pool;
 	struct route *next;
 };
 
@@ -43,6 +45,7 @@ struct gateway_limits {
 #define GATEWAY_AGENT_PORT 49983
 
 struct ip_count;
+struct idle_up;
 
 struct gateway {
 	struct daemon_common dc;

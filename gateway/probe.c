@@ -18,11 +18,21 @@
 #define PROBE_FAST_FOR_US 3000000
 #define PROBE_INTERVAL_US 50000
 
+/* Probes in all, per second, at most 1 s / PROBE_SHARE_US: each costs the gateway ~6 system
+ * calls and the sandbox's netstack a SYN, so 100 children of a fork probed every 10 ms (10,000
+ * probes a second) took CPU from the restores they were waiting for. With few sandboxes
+ * starting, each is still probed every 10 ms. */
+#define PROBE_SHARE_US 500
+static unsigned n_probing; /* routes with a probe timer */
+
 static struct timeval
 probe_interval(struct route *r)
 {
 	bool young = now_usec() - r->probe_started_us < PROBE_FAST_FOR_US;
-	return (struct timeval){0, young ? PROBE_FAST_US : PROBE_INTERVAL_US};
+	uint64_t us = young ? PROBE_FAST_US : PROBE_INTERVAL_US;
+	if ((uint64_t)n_probing * PROBE_SHARE_US > us)
+		us = (uint64_t)n_probing * PROBE_SHARE_US;
+	return (struct timeval){(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
 }
 
 static void probe_try(evutil_socket_t fd, short what, void *arg);
@@ -167,8 +177,11 @@ probe_start(struct gateway *g, struct route *r)
 		r->probe_timeout_ms = 20;
 	if (!r->probe_started_us)
 		r->probe_started_us = now_usec();
-	if (!r->probe_timer)
+	if (!r->probe_timer) {
 		r->probe_timer = evtimer_new(g->dc.base, probe_try, r);
+		if (r->probe_timer)
+			n_probing++;
+	}
 	if (r->probe_fd < 0 && !evtimer_pending(r->probe_timer, NULL)) {
 		struct timeval tv = {0, 0};
 		evtimer_add(r->probe_timer, &tv);
@@ -189,5 +202,6 @@ probe_stop(struct route *r)
 	if (r->probe_timer) {
 		event_free(r->probe_timer);
 		r->probe_timer = NULL;
+		n_probing--;
 	}
 }

@@ -67,6 +67,21 @@ class Handler(BaseHTTPRequestHandler):
             if self.path[5:] == "upgrade":
                 self.close_connection = True
             return
+        if self.path.startswith("/peer"):
+            # which upstream connection carried this request (the gateway's source port), and
+            # whether the request still said `Connection: close`
+            self.send_body(("peer=%d connection=%s\n" % (self.client_address[1],
+                            self.headers.get("Connection", "-"))).encode())
+            return
+        if self.path.startswith("/late-extra"):
+            # a hostile sandbox: a complete answer, then, once the gateway has had time to
+            # consider the connection idle, an unasked-for second answer on it
+            self.send_body(b"first\n")
+            self.wfile.flush()
+            time.sleep(0.5)
+            self.wfile.write(RAW["extra"].split(b"ok\n", 1)[1])
+            self.wfile.flush()
+            return
         if self.path.startswith("/hang"):
             time.sleep(30)
             self.send_body(b"late\n")

@@ -30,6 +30,35 @@ n=$(curl -s -o /dev/null -o /dev/null -w '%{num_connects}\n' "$GW/s/$A/1" "$GW/s
 expect "keep-alive: two requests, one connection ($n)" test "$n" = 1
 n=$(curl -s -o /dev/null -o /dev/null -w '%{num_connects}\n' "$GW/s/$A/1" "$GW/s/$B/2" | awk '{s += $1} END {print s}')
 expect "per-request routing on one client connection ($n)" test "$n" = 1
+# the upstream pool: a client that asks for `Connection: close` leaves its clean upstream
+# connection to the next client of the same sandbox (nginx's `upstream { keepalive; }`); the
+# hop-by-hop `Connection: close` is not forwarded, the client's own connection is still closed
+p1=$(curl -fsS -H "Connection: close" "$GW/s/$A/peer")
+p2=$(curl -fsS -H "Connection: close" "$GW/s/$A/peer")
+expect "Connection: close is not forwarded ($p1)" grep -q "connection=-" <<<"$p1"
+expect "the next client reuses the idle upstream connection ($p1 / $p2)" \
+	test "${p1%% *}" = "${p2%% *}"
+n=$(curl -s -o /dev/null -o /dev/null -w '%{num_connects}\n' -H "Connection: close" \
+	"$GW/s/$A/1" "$GW/s/$A/2" | awk '{s += $1} END {print s}')
+expect "the client's own connection is closed after Connection: close ($n connects)" test "$n" = 2
+# any route change (a freeze, a checkpoint) closes the pooled connections: a sandbox about to be
+# checkpointed must have no open connection
+route $A 127.0.0.1 "$UP" frozen
+route $B 127.0.0.1 "$UP" frozen # (B's connections go to the same upstream port)
+est=$(ss -Htn state established "dport = :$UP" | wc -l)
+expect "no upstream connection open once the routes are frozen ($est)" test "$est" = 0
+route $A 127.0.0.1 "$UP" running
+route $B 127.0.0.1 "$UP" running
+p3=$(curl -fsS "$GW/s/$A/peer")
+expect "after the route change a new upstream connection ($p2 / $p3)" test "${p2%% *}" != "${p3%% *}"
+# a hostile sandbox's late, unasked-for answer on a pooled connection never reaches the next
+# client: the idle connection is closed as soon as it speaks
+out=$(curl -fsS -H "Connection: close" "$GW/s/$A/late-extra")
+expect "the late-extra answer itself ($out)" test "$out" = first
+sleep 2 # the late answer comes 0.5 s after the first (not a speed claim: just after it)
+out=$(curl -fsS -H "Connection: close" "$GW/s/$A/after-late")
+expect "the next client gets its own answer, not the late one ($out)" \
+	test "$out" = "hello path=/after-late"
 head -c 5000000 /dev/urandom >"$T/big"
 curl -fsS --data-binary @"$T/big" "$GW/s/$A/echo" -o "$T/big.back"
 expect "5 MB sized body both ways intact" cmp "$T/big" "$T/big.back"
