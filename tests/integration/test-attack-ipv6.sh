@@ -45,15 +45,16 @@ inside ip link set eth0 up
 expect "the slot has a link-local address" wait_for 10 sh -c "nsenter --net=$ns ip -6 -o addr show dev eth0 scope link | grep -q fe80"
 LL_SLOT=$(inside ip -6 -o addr show dev eth0 scope link | awk '{print $4}' | cut -d/ -f1)
 expect "the host's veth has a link-local address" wait_for 10 sh -c "ip -6 -o addr show dev $veth scope link | grep -q 'fe80.*' && ! ip -6 -o addr show dev $veth | grep -q tentative"
-# a listener inside the slot answering every connection with "hi"
-inside python3 -c '
+# a listener inside the slot answering every connection with "hi": nsenter execs python3 in
+# place (no shell function in between), so the pid kept for the clean-up is the listener's own
+nsenter --net="$ns" python3 -c '
 import socket
 s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("::", 8099)); s.listen(64)
 while True:
     c, _ = s.accept(); c.sendall(b"hi\n"); c.close()
-' &
+' 3>&- &
 PIDS+=($!)
 expect "the listener is up inside the slot" wait_for 10 sh -c "nsenter --net=$ns ss -Htln | grep -q ':8099'"
 
