@@ -187,7 +187,7 @@ expect "when the flood is gone it answers again" wait_for 20 curl -fsS --max-tim
 
 # --- the privilege split: warren-e2b reaches the supervisor's D-Bus API and nothing else ---
 reach() { # reach USER SOCKET: USER can connect to the helper socket
-	setpriv --reuid="$1" --regid="$1" --clear-groups python3 -c "
+	setpriv --reuid="$1" --regid="$1" --clear-groups /usr/bin/python3 -c "
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1])" "$2" 2>/dev/null
 }
