@@ -99,7 +99,9 @@ check_sandbox() { # check_sandbox BACKEND TEMPLATE PAGE CWD FOO
 	uid=$(warrenctl exec "$id" -- /bin/busybox awk '/^Uid:/ {print $2}' "/proc/$pid/status" 2>&1) || true
 	expect "$backend: the program has the template's env ($(grep FOO <<<"$env"))" grep -qx "FOO=$foo" <<<"$env"
 	expect "$backend: and Warren's id" grep -qx "WARREN_SANDBOX_ID=$id" <<<"$env"
-	expect "$backend: the program runs in the image's working directory ($cwd)" test "$cwd" = "$cwd_want"
+	# the working directory is proved by the page: httpd serves "." (404 from "/"; hello2's
+	# /www/sub serves the subpage). gVisor's /proc/PID/cwd reads back empty to an exec.
+	[ -z "$cwd" ] || expect "$backend: /proc says the program runs in $cwd_want ($cwd)" test "$cwd" = "$cwd_want"
 	expect "$backend: the program runs as the image's user ($uid)" test "$uid" = 1000
 	warrenctl destroy "$id"
 }
