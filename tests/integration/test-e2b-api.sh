@@ -187,13 +187,13 @@ expect "when the flood is gone it answers again" wait_for 20 curl -fsS --max-tim
 
 # --- the privilege split: warren-e2b reaches the supervisor's D-Bus API and nothing else ---
 reach() { # reach USER SOCKET: USER can connect to the helper socket
-	setpriv --reuid="$1" --regid="$1" --clear-groups python3 -c "
+	setpriv --reuid="$1" --regid="$1" --clear-groups /usr/bin/python3 -c "
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1])" "$2" 2>/dev/null
 }
 expect "user warren (the supervisor) may connect to netnsd's socket (control)" reach warren "$T/netnsd.sock"
-expect "warren-e2b may not connect to netnsd's socket" bash -c "! $(declare -f reach); reach warren-e2b '$T/netnsd.sock'"
-expect "nor to snapshotd's" bash -c "! $(declare -f reach); reach warren-e2b '$T/snapshotd.sock'"
+expect "warren-e2b may not connect to netnsd's socket" bash -c "$(declare -f reach); ! reach warren-e2b '$T/netnsd.sock'"
+expect "nor to snapshotd's" bash -c "$(declare -f reach); ! reach warren-e2b '$T/snapshotd.sock'"
 expect "nor read the supervisor's state" bash -c "! setpriv --reuid=warren-e2b --regid=warren-e2b --clear-groups ls '$T/state' >/dev/null 2>&1"
 
 # --- lock-down: no capabilities, its own user, a filter that kills ---
