@@ -8,7 +8,7 @@ PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng
 	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev
 	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
 	valgrind procps util-linux netcat-openbsd clang libclang-rt-14-dev libglib2.0-bin
-	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev libssl-dev nodejs npm skopeo umoci prometheus nginx-light wrk)
+	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev libssl-dev nodejs skopeo umoci prometheus nginx-light wrk)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root" >&2
@@ -22,6 +22,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 	echo "==> Installing ${missing[*]}"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# npm for the E2B tests (tests/e2b): a nodejs that bundles it (NodeSource's) conflicts with
+# Debian's npm package, so that package is installed only when no npm is there
+if ! command -v npm >/dev/null; then
+	echo "==> Installing npm"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
 
 echo "==> Building"
