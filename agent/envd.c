@@ -2430,9 +2430,19 @@ envd_init(uint16_t port, char **env)
 			close(fd);
 		return -e;
 	}
+	/* The listener stays out of the epoll set: gVisor (runsc 20221219) cannot checkpoint a
+	 * listening TCP endpoint that still has a waiter ("endpoint still has waiters upon save"),
+	 * and an epoll registration is a waiter for as long as it lasts. The main loop poll()s it
+	 * instead (a waiter only while that call blocks; a checkpoint interrupts it) and envd_run
+	 * accepts without blocking. */
 	listener = (struct handler){fd, listener_cb};
-	ep_set(&listener, EPOLLIN, EPOLL_CTL_ADD);
 	return epfd;
+}
+
+int
+envd_listen_fd(void)
+{
+	return listener.fd;
 }
 
 static void
@@ -2476,6 +2486,7 @@ void
 envd_run(void)
 {
 	struct epoll_event ev[64];
+	listener_cb(&listener, EPOLLIN); /* accept4 without blocking: EAGAIN when none waits */
 	int n = epoll_wait(epfd, ev, 64, 0);
 	for (int i = 0; i < n; i++) {
 		struct handler *h = ev[i].data.ptr;

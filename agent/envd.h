@@ -10,6 +10,8 @@
 int envd_init(uint16_t port, char **base_env);
 /* Handle what is ready (the epoll fd polled readable), then timers. */
 void envd_run(void);
+/* The envd listening socket, for the main loop's poll() (it is not in envd's epoll set). */
+int envd_listen_fd(void);
 /* How long the main loop may sleep before envd_run must run for timers: -1 when nothing waits. */
 int envd_timeout_ms(void);
 /* A child was reaped: true when it was a process of the API (its stream ends now). */

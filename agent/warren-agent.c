@@ -489,11 +489,12 @@ serve(int port, int listener, int envd_fd)
 	}
 	bool host = !vsock;
 	for (;;) {
-		struct pollfd pfd[4] = {{sfd, POLLIN, 0},
+		struct pollfd pfd[5] = {{sfd, POLLIN, 0},
 					{listener, POLLIN, 0},
 					{host ? port : -1, POLLIN, 0},
-					{envd_fd, POLLIN, 0}};
-		if (poll(pfd, 4, envd_fd >= 0 ? envd_timeout_ms() : -1) < 0)
+					{envd_fd, POLLIN, 0},
+					{envd_fd >= 0 ? envd_listen_fd() : -1, POLLIN, 0}};
+		if (poll(pfd, 5, envd_fd >= 0 ? envd_timeout_ms() : -1) < 0)
 			continue;
 		if (envd_fd >= 0)
 			envd_run();
@@ -571,8 +572,10 @@ container_main(char **argv)
 		fprintf(stderr, "warren-agent: envd API on port %d: %s\n", ENVD_PORT,
 			strerror(-envd_fd));
 	for (;;) {
-		struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {envd_fd, POLLIN, 0}};
-		if (poll(pfd, 2, envd_fd >= 0 ? envd_timeout_ms() : -1) < 0 && errno != EINTR)
+		struct pollfd pfd[3] = {{sfd, POLLIN, 0},
+					{envd_fd, POLLIN, 0},
+					{envd_fd >= 0 ? envd_listen_fd() : -1, POLLIN, 0}};
+		if (poll(pfd, 3, envd_fd >= 0 ? envd_timeout_ms() : -1) < 0 && errno != EINTR)
 			return 127;
 		struct signalfd_siginfo si;
 		while (read(sfd, &si, sizeof si) == sizeof si) {
