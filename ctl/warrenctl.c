@@ -45,7 +45,9 @@ fail(int r, sd_bus_error *e, const char *what)
 		    !strcmp(e->name, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
 			msg = "Warren is not running (start it with warren-launch start or "
 			      "systemctl start warren-supervisor)";
-		else if (!strcmp(e->name, SD_BUS_ERROR_ACCESS_DENIED))
+		else if (!strcmp(e->name, SD_BUS_ERROR_ACCESS_DENIED) &&
+			 (!e->message || !strncmp(e->message, "Rejected", 8)))
+			/* the bus policy's own refusal; Warren's (e.g. not the creator) says why */
 			msg = "permission denied (root or the group warren may use Warren)";
 		else if (!strcmp(e->name, SD_BUS_ERROR_NO_REPLY) ||
 			 !strcmp(e->name, SD_BUS_ERROR_TIMEOUT))

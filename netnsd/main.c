@@ -50,6 +50,8 @@ usage(void)
 	       "  --remove-all         remove every sandbox, slot and the nftables table an earlier\n"
 	       "                       netnsd with these options left running, then exit (a\n"
 	       "                       stopped netnsd leaves its sandboxes for the next one)\n"
+	       "  --gvisor-agent       gVisor sandboxes start warren-agent first, which serves E2B's\n"
+	       "                       envd API on port 49983 and starts the template's program\n"
 	       "  --log-size BYTES     each gVisor sandbox's console log ring (warrenctl logs;\n"
 	       "                       default 262144, at most 16777216)\n" ISOLATION_HELP
 	       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
@@ -71,6 +73,7 @@ main(int argc, char **argv)
 	unsigned want_size = 0;
 	bool remove_all = false;
 	size_t log_ring_size = 0;
+	bool gvisor_agent = false;
 	const char *subnet = "10.201.0.0", *prefix = "wrn", *table = "warren";
 	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
 	n.runsc = "/usr/bin/runsc";
@@ -106,6 +109,7 @@ main(int argc, char **argv)
 		{"snapshotd-user", required_argument, NULL, 'D'},
 		{"remove-all", no_argument, NULL, 'X'},
 		{"log-size", required_argument, NULL, 0x300},
+		{"gvisor-agent", no_argument, NULL, 0x301},
 		{"help", no_argument, NULL, 'h'},
 		ISOLATION_OPTIONS,
 		OCI_LIMITS_OPTIONS,
@@ -190,6 +194,9 @@ main(int argc, char **argv)
 			break;
 		case 'X':
 			remove_all = true;
+			break;
+		case 0x301:
+			gvisor_agent = true;
 			break;
 		case 0x300: {
 			char *end;
@@ -294,7 +301,8 @@ main(int argc, char **argv)
 				     .reclaim_uid = (uid_t)-1,
 				     .adopt = &adoption,
 				     .lock_fd = lock_fd,
-				     .log_ring_size = log_ring_size};
+				     .log_ring_size = log_ring_size,
+				     .gvisor_agent = gvisor_agent};
 	/* the spawner hands each sandbox's freezer knob to netnsd and its reclaim knob to
 	 * snapshotd, so neither keeps CAP_DAC_OVERRIDE for runsc's root-owned files */
 	gid_t knob_gid;

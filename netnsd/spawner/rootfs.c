@@ -316,3 +316,25 @@ rootfs_attach(int tree, const char *target)
 		return -errno;
 	return 0;
 }
+
+int
+rootfs_program_check(int rootfd, const char *program, char *why, size_t why_size)
+{
+	if (!program || program[0] != '/')
+		return 0; /* looked up in PATH by the agent: its exit status says what went wrong */
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+	_cleanup_close_ int fd = (int)syscall(SYS_openat2, rootfd, program + 1, &how, sizeof how);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		snprintf(why, why_size, "cannot start %s: %s in the template's root filesystem",
+			 program, strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode) || !(st.st_mode & 0111)) {
+		snprintf(why, why_size, "cannot start %s: not an executable file", program);
+		return -EACCES;
+	}
+	return 0;
+}

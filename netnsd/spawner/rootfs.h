@@ -21,5 +21,9 @@ int rootfs_check_tree(int rootfd, char *why, size_t why_size);
  * checked tree's mount, read-only, nosuid, nodev, without its submounts; made before the child
  * leaves the spawner's mount namespace (a mount of another namespace cannot be cloned), then
  * attached onto target in the new one. */
+/* The template's program (an absolute path) is an executable regular file inside the tree,
+ * resolved as the sandbox would (symlinks inside its root): 0, or -ENOENT/-EACCES with why. A
+ * container started by the agent would otherwise only report exit status 127. */
+int rootfs_program_check(int rootfd, const char *program, char *why, size_t why_size);
 int rootfs_clone(int rootfd);
 int rootfs_attach(int tree, const char *target);

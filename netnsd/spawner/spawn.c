@@ -977,6 +977,16 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 		safe_close(image_fd);
 		return ipc_call_error(call, e, "template rootfs refused: %s", why);
 	}
+	/* with the agent first, runsc no longer sees the program: a missing one is named here */
+	int pr = agent_fd >= 0 && image_fd < 0 && q->n_argv
+			 ? rootfs_program_check(sb->rootfs_fd, q->argv[0], why, sizeof why)
+			 : 0;
+	if (pr < 0) {
+		log_error("Sandbox %s: %s", q->id, why);
+		sb_forget(sb);
+		safe_close(image_fd);
+		return ipc_call_error(call, pr, "%s", why);
+	}
 	char netns[64];
 	snprintf(netns, sizeof netns, "/proc/%d/fd/%d", (int)getpid(), sb->nsfd);
 	/* the agent runs first and starts the template's program: `agent -- program...` */
@@ -1604,7 +1614,8 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 	clean_slate();
 	snprintf(rootfs_mnt, sizeof rootfs_mnt, "%s/rootfs", cfg->runtime_dir);
 	mkdir_p(rootfs_mnt, 0700);
-	agent_open();
+	if (cfg->gvisor_agent)
+		agent_open();
 	templates_fd = rootfs_open_templates(cfg->templates_dir);
 	if (templates_fd < 0)
 		log_error_errno(templates_fd, "Templates dir %s (root's, writable by root only?): %m; "

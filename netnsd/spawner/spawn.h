@@ -31,6 +31,9 @@ struct spawner_config {
 	int lock_fd;
 	unsigned pool_size;
 	size_t log_ring_size; /* each gVisor sandbox's console log ring (log-ring.h); 0: default */
+	/* gVisor sandboxes start warren-agent first (the envd API); off by default until templates
+	 * with a Debian tree start with it (docs/E2B.md) */
+	bool gvisor_agent;
 };
 
 /* Fork the spawner; returns netnsd's end of the link. */

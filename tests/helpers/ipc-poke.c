@@ -494,8 +494,16 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 			printf("failed no directory fd\n");
 			return 1;
 		}
-		/* what a checkpoint does: a file in the directory handed over */
+		/* what a checkpoint does: a file in the directory handed over, given to the
+		 * directory's owner (snapshotd's user) as the spawner does: snapshotd keeps no
+		 * CAP_DAC_OVERRIDE to read a member that is someone else's */
 		int f = openat(fds[0], "checkpoint.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		struct stat dst;
+		if (f >= 0 && geteuid() == 0 && fstat(fds[0], &dst) == 0 &&
+		    fchown(f, dst.st_uid, dst.st_gid) < 0) {
+			printf("failed handing the image over: %s\n", strerror(errno));
+			return 1;
+		}
 		if (f < 0 || write(f, "poke-image\n", 11) != 11) {
 			printf("failed writing the image: %s\n", strerror(errno));
 			return 1;

@@ -18,7 +18,7 @@ NFT_TABLE=warren_t$K
 CGROUP_PARENT=/warren-t$K
 GW_PORT=$((18300 + K))
 GW=http://127.0.0.1:$GW_PORT
-GW_METRICS_PORT=$((19300 + K))
+GW_METRICS_PORT=$((17300 + K)) # never GW_PORT+1000 or +2000: tests put upstreams there
 VM_RAM_DIR=/dev/shm/warren-t$K
 export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/bus.sock
 PIDS=()

@@ -28,7 +28,7 @@ cp -a /var/lib/warren/templates/web/rootfs "$TPL/web/"
 WARREN_AGENT=$LIBEXEC/warren-agent warren-vm-image "$TPL/web" --force >"$T/vm-image.log" 2>&1 ||
 	fail "warren-vm-image: $(tail -5 "$T/vm-image.log")"
 start_bus
-start_netnsd --templates-dir "$TPL"
+start_netnsd --templates-dir "$TPL" --gvisor-agent
 start_snapshotd
 start_gateway
 start_supervisor --templates-dir "$TPL"
