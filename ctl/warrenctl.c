@@ -1277,6 +1277,12 @@ cmd_template_import(int argc, char **argv)
 	sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
 				       "ImportTemplate");
 	sd_bus_message_append(m, "shs", name, fd, format);
+	if (tar > 0) {
+		/* the message holds its own copy: ours closed, a refused import closes the pipe's
+		 * last reader and tar ends (EPIPE) instead of waiting on a full pipe for ever */
+		close(fd);
+		fd = -1;
+	}
 	sd_bus_message_open_container(m, 'a', "{sv}");
 	if (ref && *ref)
 		sd_bus_message_append(m, "{sv}", "reference", "s", ref);

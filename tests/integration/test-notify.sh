@@ -12,6 +12,8 @@ for _ in range(2):
 PY
 listener=$!
 wait_for 5 test -S "$T/notify.sock"
+# as systemd's own: any user may send (snapshotd sends READY=1 after dropping to its user)
+chmod 0777 "$T/notify.sock"
 NOTIFY_SOCKET=$T/notify.sock "$LIBEXEC/warren-snapshotd" --socket "$T/s.sock" --store "$T/images" 2>"$T/snapshotd.log" &
 PIDS+=($!)
 expect "READY=1 received" wait_for 10 grep -q "READY=1" "$T/notify.out"
