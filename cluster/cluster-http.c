@@ -205,11 +205,15 @@ local_create(struct cluster *c, const char *template, const char *rid, create_an
 	snprintf(lc->rid, sizeof lc->rid, "%s", rid);
 	lc->answer = answer;
 	lc->userdata = userdata;
-	/* counted pending before the capacity record is written again: from here on the record
-	 * never shows this slot free (the supervisor's pool may not show it taken yet) */
+	/* pending from the accept until the call is on the bus: a capacity record written in
+	 * between counts it (none is, today: nothing here waits in between) */
+	c->pending++;
 	c->inflight++;
-	member_publish(c);
 	r = cluster_bus_create_async(c, template, local_create_done, lc);
+	c->pending--;
+	/* the record written now reads the list after the call: the sandbox is in it */
+	if (r >= 0)
+		member_publish(c);
 	if (r < 0) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "cannot call the supervisor: %s", strerror(-r));

@@ -64,7 +64,12 @@ struct cluster {
 	int64_t lease;
 	uint64_t last_keepalive_usec; /* monotonic: the last keepalive etcd answered */
 	bool registered;
-	unsigned inflight; /* creates accepted here, not yet answered by the supervisor */
+	/* creates accepted here and not yet sent to the supervisor: not in its list yet, so
+	 * taken off the free slots published; a create sent is in the supervisor's list at once
+	 * (D-Bus keeps the order of one connection's messages, and the supervisor adds the
+	 * sandbox when it reads the call), so it is counted there */
+	unsigned pending;
+	unsigned inflight; /* creates sent to the supervisor and not answered yet */
 	struct place_reservation reservations[PLACE_MAX_HOSTS];
 	size_t n_reservations;
 	struct local_sandbox *local;

@@ -40,7 +40,9 @@ cluster_connected(struct cluster *c)
 }
 
 /* free slots = the pool's free slots, and never more than its size less the sandboxes listed
- * (a create waiting for a slot is listed before it holds one), less the creates pending here */
+ * (a create waiting for a slot is listed before it holds one), less the creates accepted here
+ * and not sent yet. The list is read after every create sent on this connection (the
+ * supervisor handles one connection's calls in order), so those are in it. */
 int
 member_free_slots(struct cluster *c, uint32_t *free_slots, uint32_t *pool_size)
 {
@@ -58,7 +60,7 @@ member_free_slots(struct cluster *c, uint32_t *free_slots, uint32_t *pool_size)
 	int64_t f = pool_free;
 	if ((int64_t)size - (int64_t)n < f)
 		f = (int64_t)size - (int64_t)n;
-	f -= c->inflight;
+	f -= c->pending;
 	*free_slots = f > 0 ? (uint32_t)f : 0;
 	*pool_size = size;
 	return 0;
@@ -100,7 +102,7 @@ member_publish(struct cluster *c)
 	read_host_load(&mem, &load1);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:o, s:b}", "name", c->name,
 			      "clusterd", c->advertise, "gateway", c->gateway_url, "pool_size",
-			      (int)size, "free_slots", (int)free_slots, "pending", (int)c->inflight,
+			      (int)size, "free_slots", (int)free_slots, "pending", (int)(c->pending + c->inflight),
 			      "mem_avail", (json_int_t)mem, "load1", load1, "warm",
 			      cluster_bus_warm(c), "accepting", cluster_connected(c));
 	_cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;

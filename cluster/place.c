@@ -45,13 +45,20 @@ size_t
 place_order(const struct place_host *hosts, size_t n, const struct place_reservation *res,
 	    size_t n_res, unsigned k, uint32_t (*rnd)(void *), void *rnd_arg, size_t *order)
 {
-	size_t m = 0;
+	size_t m = 0, last = 0;
 	if (n > PLACE_MAX_HOSTS)
 		n = PLACE_MAX_HOSTS;
+	/* hosts with a slot left once this placer's reservations are taken off come first; hosts
+	 * whose free slots this placer has all reserved come last, as a last resort: a host's
+	 * record may already count those creates, and it refuses at once if it is full */
 	for (size_t i = 0; i < n; i++)
-		if (hosts[i].accepting &&
-		    hosts[i].free_slots > reserved(res, n_res, hosts[i].name))
+		if (hosts[i].accepting && hosts[i].free_slots > reserved(res, n_res, hosts[i].name))
 			order[m++] = i;
+	last = m;
+	for (size_t i = 0; i < n; i++)
+		if (hosts[i].accepting && hosts[i].free_slots > 0 &&
+		    hosts[i].free_slots <= reserved(res, n_res, hosts[i].name))
+			order[last++] = i;
 	if (k == 0)
 		k = 1;
 	/* a partial Fisher-Yates shuffle picks the sample into order[0..k) */
@@ -64,7 +71,8 @@ place_order(const struct place_host *hosts, size_t n, const struct place_reserva
 	}
 	sort(hosts, order, s);
 	sort(hosts, order + s, m - s);
-	return m;
+	sort(hosts, order + m, last - m);
+	return last;
 }
 
 void

@@ -20,10 +20,11 @@ struct place_reservation {
 };
 
 /* Orders the hosts a create should be tried on into order[] (indexes into hosts), best first;
- * returns how many (0: the cluster is full). Hosts that do not accept, or have no free slot left
- * once this placer's reservations are taken off, are left out. The first K are a random sample
- * (rnd: a random number per call) ranked by: a standby ready, then the template warm, then free
- * memory, then free slots; the rest follow ranked the same way, as fallbacks. */
+ * returns how many (0: the cluster is full). Hosts that do not accept or publish no free slot
+ * are left out. The first K are a random sample (rnd: a random number per call) of the hosts
+ * with a slot left once this placer's reservations are taken off, ranked by: a standby ready,
+ * then the template warm, then free memory, then free slots; the other such hosts follow ranked
+ * the same way, then the hosts whose slots this placer has all reserved. */
 size_t place_order(const struct place_host *hosts, size_t n, const struct place_reservation *res,
 		   size_t n_res, unsigned k, uint32_t (*rnd)(void *), void *rnd_arg, size_t *order);
 void place_reserve(struct place_reservation *res, size_t *n_res, const char *name, int delta);
