@@ -102,7 +102,7 @@ kill_host() {
 	kill -9 $pids 2>/dev/null || true
 	for p in $pids; do wait "$p" 2>/dev/null || true; done
 	[ -f "$TM/h$i/bus.pid" ] && kill -9 "$(cat "$TM/h$i/bus.pid")" 2>/dev/null
-	rm -f "$TM/h$i/bus.sock" "$TM/h$i/gw/gateway.sock" "$TM/h$i/netnsd.sock" \
+	rm -f "$TM/h$i/bus.sock" "$TM/h$i/bus.pid" "$TM/h$i/gw/gateway.sock" "$TM/h$i/netnsd.sock" \
 		"$TM/h$i/snapshotd.sock"
 	return 0
 }
@@ -172,6 +172,10 @@ expect "a retried create answers the first create's sandbox" test "$(jq_ 3 "d['i
 total=0
 for i in 1 2 3; do total=$((total + $(local_count "$i"))); done
 expect "a retried create made no sandbox (3 in all)" test "$total" = 3
+# while there is room: a host that does not have the template refuses, nothing is made
+expect "an unknown template is 404 NoSuchTemplate, not a sandbox" \
+	test "$(fd 1 POST /v1/sandboxes '{"template":"nosuch","request_id":"b3"}')" = 404
+expect "and its body names the error" grep -q '"error":"NoSuchTemplate"' "$TM/body.1"
 
 # --- filling the cluster: 4 concurrent creates for 3 free slots, at three front doors ---
 FILL=()
@@ -275,8 +279,6 @@ for bad in '{"template":"../web","request_id":"b1"}' '{"template":"web","request
 done
 expect "a body over 4 KiB is refused (413)" test "$(fd 1 POST /v1/sandboxes \
 	"{\"template\":\"web\",\"request_id\":\"$(head -c 5000 /dev/zero | tr '\0' a)\"}")" = 413
-expect "an unknown template is 404 NoSuchTemplate, not a sandbox" \
-	test "$(fd 1 POST /v1/sandboxes '{"template":"nosuch","request_id":"b3"}')" = 404
 bad_requests() { in_ns h1 etcdctl --endpoints "$ETCD_EPS" get --prefix /warren/requests/b \
 	--keys-only | grep -q .; }
 if bad_requests; then fail "a refused create left a request record in etcd"; fi
