@@ -187,8 +187,8 @@ local_create(struct cluster *c, const char *template, const char *rid, create_an
 		const char *id = json_string_value(json_object_get(e, "id"));
 		const char *host = json_string_value(json_object_get(e, "host"));
 		if (id && cluster_input_id_ok(id) && host && cluster_input_name_ok(host)) {
-			json_t *b = json_pack("{s:s, s:s, s:b}", "id", id, "host", host, "existing",
-					      1);
+			json_t *b =
+			    json_pack("{s:s, s:s, s:b}", "id", id, "host", host, "existing", 1);
 			json_decref(e);
 			return answer(c, 200, b, userdata);
 		}
@@ -234,7 +234,8 @@ handle_internal_create(struct cluster *c, struct evhttp_request *req)
 	size_t len;
 	char template[72], rid[CLUSTER_RID_MAX + 1];
 	_cleanup_free_ char *body = body_of(req, &len);
-	if (!body || cluster_input_create(body, len, template, sizeof template, rid, sizeof rid) < 0 ||
+	if (!body ||
+	    cluster_input_create(body, len, template, sizeof template, rid, sizeof rid) < 0 ||
 	    !rid[0])
 		return reply_error(req, 400, "InvalidArgument",
 				   "a body {\"template\", \"request_id\"} is needed");
@@ -449,7 +450,8 @@ handle_create(struct cluster *c, struct evhttp_request *req)
 	size_t len;
 	char template[72], rid[CLUSTER_RID_MAX + 1];
 	_cleanup_free_ char *body = body_of(req, &len);
-	if (!body || cluster_input_create(body, len, template, sizeof template, rid, sizeof rid) < 0)
+	if (!body ||
+	    cluster_input_create(body, len, template, sizeof template, rid, sizeof rid) < 0)
 		return reply_error(req, 400, "InvalidArgument",
 				   "a body {\"template\": NAME, \"request_id\": ID} is needed "
 				   "(request_id: [A-Za-z0-9_-], at most 64)");
@@ -461,7 +463,8 @@ handle_create(struct cluster *c, struct evhttp_request *req)
 			snprintf(rid + 2 * i, 3, "%02x", b[i]);
 	}
 	if (!cluster_connected(c))
-		return reply_error(req, 503, "ClusterUnavailable", "this host is cut off from etcd");
+		return reply_error(req, 503, "ClusterUnavailable",
+				   "this host is cut off from etcd");
 	/* a retried request answers what the first one made, wherever it was placed */
 	_cleanup_free_ char *rk = cluster_key(c, "requests", rid);
 	char *existing = NULL;
@@ -473,8 +476,8 @@ handle_create(struct cluster *c, struct evhttp_request *req)
 		const char *id = json_string_value(json_object_get(e, "id"));
 		const char *host = json_string_value(json_object_get(e, "host"));
 		if (id && cluster_input_id_ok(id) && host && cluster_input_name_ok(host)) {
-			json_t *b = json_pack("{s:s, s:s, s:b}", "id", id, "host", host, "existing",
-					      1);
+			json_t *b =
+			    json_pack("{s:s, s:s, s:b}", "id", id, "host", host, "existing", 1);
 			json_decref(e);
 			return reply_json(req, 200, b);
 		}
@@ -559,12 +562,12 @@ handle_list(struct cluster *c, struct evhttp_request *req)
 		const char *host = json_string_value(json_object_get(o, "host"));
 		json_t *rec = json_object_get(recs, id);
 		const char *state = rec ? json_string_value(json_object_get(rec, "state"))
-				  : json_object_get(hosts, host ? host : "") ? "unknown"
-									     : "lost";
-		json_array_append_new(
-		    list, json_pack("{s:s, s:s?, s:s?, s:s?}", "id", id, "host", host, "state",
-				    state, "template",
-				    json_string_value(json_object_get(o, "template"))));
+				    : json_object_get(hosts, host ? host : "") ? "unknown"
+									       : "lost";
+		json_array_append_new(list,
+				      json_pack("{s:s, s:s?, s:s?, s:s?}", "id", id, "host", host,
+						"state", state, "template",
+						json_string_value(json_object_get(o, "template"))));
 	}
 	json_decref(recs);
 	json_decref(owners);
@@ -578,11 +581,12 @@ on_request(struct evhttp_request *req, void *arg)
 	const char *uri = evhttp_request_get_uri(req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	if (!strcmp(uri, "/v1/health") && cmd == EVHTTP_REQ_GET)
-		return reply_json(req, 200,
-				  json_pack("{s:s, s:b}", "name", c->name, "connected",
-					    cluster_connected(c)));
+		return reply_json(
+		    req, 200,
+		    json_pack("{s:s, s:b}", "name", c->name, "connected", cluster_connected(c)));
 	if (!authorized(c, req))
-		return reply_error(req, 401, "Unauthorized", "a valid X-Warren-Cluster-Key is needed");
+		return reply_error(req, 401, "Unauthorized",
+				   "a valid X-Warren-Cluster-Key is needed");
 	if (!strcmp(uri, "/v1/sandboxes") && cmd == EVHTTP_REQ_POST)
 		return handle_create(c, req);
 	if (!strcmp(uri, "/v1/sandboxes") && cmd == EVHTTP_REQ_GET)

@@ -12,7 +12,7 @@ static const unsigned long ioctls[] = {FIONREAD, 0};
 /* AF_UNIX: the system bus; AF_INET: the HTTP listener, etcd and the other hosts */
 static const int families[] = {AF_UNIX, AF_INET, 0};
 /* @file-read: /proc/meminfo and /proc/loadavg for the capacity record */
-static const char *const groups[] = {"@default", "@basic-io", "@event-loop", "@ipc",
-				     "@file-read", NULL};
+static const char *const groups[] = {"@default", "@basic-io",  "@event-loop",
+				     "@ipc",	 "@file-read", NULL};
 const struct seccomp_policy clusterd_seccomp = {
     .name = "clusterd", .groups = groups, .ioctls = ioctls, .socket_families = families};

@@ -43,8 +43,7 @@ int etcd_range_prefix(struct etcd *e, const char *prefix, struct etcd_kv **out, 
 int etcd_get(struct etcd *e, const char *key, char **value);
 /* put key=value only if key does not exist (a txn on its create revision): 1 if put, 0 and
  * *existing (malloc'd) if it was there */
-int etcd_create(struct etcd *e, const char *key, const char *value, int64_t lease,
-		char **existing);
+int etcd_create(struct etcd *e, const char *key, const char *value, int64_t lease, char **existing);
 
 /* the local sandboxes as the supervisor lists them */
 struct local_sandbox {

@@ -34,8 +34,7 @@ usage(void)
 	       "                         --listen)\n"
 	       "  --gateway-url URL      this host's gateway as clients reach it (published)\n"
 	       "  --etcd ADDR:PORT,...   etcd's client endpoints (default 127.0.0.1:2379)\n"
-	       "  --cluster-key PATH     the shared cluster key (default " KEY_DEFAULT_PATH
-	       ";\n"
+	       "  --cluster-key PATH     the shared cluster key (default " KEY_DEFAULT_PATH ";\n"
 	       "                         root-owned, not readable by others)\n"
 	       "  --prefix P             etcd key prefix (default /warren)\n"
 	       "  --lease-ttl S          membership lease in seconds (default 10)\n"
@@ -101,8 +100,8 @@ int
 main(int argc, char **argv)
 {
 	struct daemon_common dc;
-	static struct cluster c = {.prefix = "/warren", .lease_ttl = 10, .k = 2,
-				   .gateway_url = "http://127.0.0.1:8300"};
+	static struct cluster c = {
+	    .prefix = "/warren", .lease_ttl = 10, .k = 2, .gateway_url = "http://127.0.0.1:8300"};
 	const char *listen_addr = "0.0.0.0:8303", *etcd = "127.0.0.1:2379";
 	const char *key_path = KEY_DEFAULT_PATH, *user = NULL;
 	bool user_given = false;

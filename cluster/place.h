@@ -8,10 +8,10 @@
 
 struct place_host {
 	char name[64];
-	uint32_t free_slots;   /* as the host published: its pending creates already taken off */
-	uint64_t mem_avail;    /* bytes */
-	uint32_t standby;      /* standby sandboxes ready for the asked template */
-	bool warm, accepting;  /* the asked template is warm there; the host takes creates */
+	uint32_t free_slots;  /* as the host published: its pending creates already taken off */
+	uint64_t mem_avail;   /* bytes */
+	uint32_t standby;     /* standby sandboxes ready for the asked template */
+	bool warm, accepting; /* the asked template is warm there; the host takes creates */
 };
 /* a create this placer forwarded to a host and whose answer it has not had yet */
 struct place_reservation {
