@@ -8,7 +8,8 @@ PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng
 	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev
 	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
 	valgrind procps util-linux netcat-openbsd clang clang-format libclang-rt-14-dev libglib2.0-bin
-	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev libssl-dev nodejs skopeo umoci prometheus nginx-light wrk)
+	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev libssl-dev nodejs skopeo umoci prometheus nginx-light wrk
+	etcd-server etcd-client)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root" >&2
@@ -55,6 +56,12 @@ getent group warren-e2b >/dev/null || groupadd --system warren-e2b
 getent passwd warren-e2b >/dev/null ||
 	useradd --system --gid warren-e2b --home-dir /nonexistent --no-create-home \
 		--shell /usr/sbin/nologin --comment "Warren E2B API" warren-e2b
+# the cluster daemon (warren-clusterd, docs/MULTIHOST.md): a D-Bus client of the supervisor; the
+# bus policy names this user, and the cluster key file is root:warren-cluster 0640
+getent group warren-cluster >/dev/null || groupadd --system warren-cluster
+getent passwd warren-cluster >/dev/null ||
+	useradd --system --gid warren-cluster --home-dir /nonexistent --no-create-home \
+		--shell /usr/sbin/nologin --comment "Warren cluster daemon" warren-cluster
 # the microVM backend's VMM drops to this user once its files are open
 getent group warren-vm >/dev/null || groupadd --system warren-vm
 getent passwd warren-vm >/dev/null ||

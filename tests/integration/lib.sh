@@ -62,9 +62,12 @@ start_bus() {
 	wait_for 5 test -S "$T/bus.sock" || fail "private dbus-daemon did not start"
 }
 
+# DAEMON_NETNS: a named network namespace the daemons are started in (test-cluster.sh runs
+# several hosts, each in its own); nsenter execs the daemon, so its pid is the daemon's
 daemon() { # daemon NAME CMD...: run in the background, log to $T/NAME.log
 	local name=$1
 	shift
+	if [ -n "${DAEMON_NETNS:-}" ]; then set -- nsenter --net="/run/netns/$DAEMON_NETNS" "$@"; fi
 	"$@" >>"$T/$name.log" 2>&1 &
 	PIDS+=($!)
 	eval "PID_${name}=$!"

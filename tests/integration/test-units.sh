@@ -45,6 +45,13 @@ warren-e2b-api.service AmbientCapabilities -
 warren-e2b-api.service NoNewPrivileges yes
 warren-e2b-api.service RestrictAddressFamilies AF_UNIX AF_INET
 warren-e2b-api.service ReadWritePaths /var/lib/warren/e2b
+warren-clusterd.service Type notify
+warren-clusterd.service User warren-cluster
+warren-clusterd.service Group warren-cluster
+warren-clusterd.service CapabilityBoundingSet -
+warren-clusterd.service AmbientCapabilities -
+warren-clusterd.service NoNewPrivileges yes
+warren-clusterd.service RestrictAddressFamilies AF_UNIX AF_INET
 warren-importd.service Type notify
 warren-importd.service User -
 warren-importd.service AmbientCapabilities -

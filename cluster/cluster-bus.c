@@ -1,0 +1,238 @@
+/* warren-clusterd: its calls to the local supervisor (org.warren.Warren1 on the system bus), the
+ * way warrenctl and warren-e2b-api make them, and sd-bus attached to the libevent loop so a
+ * create that waits for its sandbox (seconds) never stops the loop: the lease must be kept alive
+ * and other hosts' requests answered meanwhile. What comes back is checked before it is used. */
+#include "clusterd.h"
+#include "log.h"
+#include "macro.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BUS_NAME "org.warren.Warren1"
+#define MANAGER_PATH "/org/warren/Warren1"
+#define MANAGER_IFACE "org.warren.Warren1.Manager"
+#define ERR_PREFIX "org.warren.Warren1.Error."
+/* the supervisor's start timeout is 60 s */
+#define CREATE_TIMEOUT_USEC (90ull * 1000000)
+
+static void bus_rearm(struct cluster *c);
+
+static void
+bus_io(evutil_socket_t fd, short what, void *arg)
+{
+	struct cluster *c = arg;
+	(void)fd;
+	(void)what;
+	int r;
+	while ((r = sd_bus_process(c->bus, NULL)) > 0)
+		;
+	if (r < 0) {
+		log_error_errno(r, "Lost the system bus: %m");
+		event_base_loopbreak(c->base);
+		return;
+	}
+	bus_rearm(c);
+}
+
+static void
+bus_rearm(struct cluster *c)
+{
+	int ev = sd_bus_get_events(c->bus);
+	uint64_t until = 0;
+	short what = EV_READ;
+	if (ev > 0 && (ev & POLLOUT))
+		what |= EV_WRITE;
+	event_del(c->bus_ev);
+	event_assign(c->bus_ev, c->base, sd_bus_get_fd(c->bus), what, bus_io, c);
+	if (sd_bus_get_timeout(c->bus, &until) > 0 && until != UINT64_MAX) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+		uint64_t left = until > now ? until - now : 0;
+		struct timeval tv = {(time_t)(left / 1000000), (suseconds_t)(left % 1000000)};
+		event_add(c->bus_ev, &tv);
+	} else {
+		event_add(c->bus_ev, NULL);
+	}
+}
+
+int
+cluster_bus_attach(struct cluster *c)
+{
+	c->bus_ev = event_new(c->base, sd_bus_get_fd(c->bus), EV_READ, bus_io, c);
+	if (!c->bus_ev)
+		return -ENOMEM;
+	bus_rearm(c);
+	return 0;
+}
+
+/* a synchronous call may have queued other messages (an async reply) without the fd becoming
+ * readable again: process them from the loop */
+void
+cluster_bus_kick(struct cluster *c)
+{
+	event_active(c->bus_ev, EV_READ, 0);
+}
+
+int
+cluster_bus_list(struct cluster *c, struct local_sandbox **out, size_t *n)
+{
+	sd_bus_message *reply = NULL;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	*out = NULL;
+	*n = 0;
+	int r = sd_bus_call_method(c->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListSandboxes",
+				   &e, &reply, "");
+	sd_bus_error_free(&e);
+	cluster_bus_kick(c);
+	if (r < 0)
+		return r;
+	size_t cap = 0;
+	const char *id, *tmpl, *state, *path;
+	r = sd_bus_message_enter_container(reply, 'a', "(ssso)");
+	while (r >= 0 &&
+	       (r = sd_bus_message_read(reply, "(ssso)", &id, &tmpl, &state, &path)) > 0) {
+		if (!cluster_input_id_ok(id) || !cluster_input_template_ok(tmpl) ||
+		    !cluster_input_name_ok(state) || strlen(state) >= sizeof(*out)->state)
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct local_sandbox *bigger = realloc(*out, cap * sizeof **out);
+			if (!bigger) {
+				r = -ENOMEM;
+				break;
+			}
+			*out = bigger;
+		}
+		snprintf((*out)[*n].id, sizeof(*out)->id, "%s", id);
+		snprintf((*out)[*n].template, sizeof(*out)->template, "%s", tmpl);
+		snprintf((*out)[*n].state, sizeof(*out)->state, "%s", state);
+		(*n)++;
+	}
+	sd_bus_message_unref(reply);
+	if (r < 0) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return r < 0 ? r : 0;
+}
+
+int
+cluster_bus_pool(struct cluster *c, uint32_t *size, uint32_t *free_slots)
+{
+	int r = sd_bus_get_property_trivial(c->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
+					    "PoolSize", NULL, 'u', size);
+	if (r >= 0)
+		r = sd_bus_get_property_trivial(c->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
+						"PoolFree", NULL, 'u', free_slots);
+	cluster_bus_kick(c);
+	return r;
+}
+
+/* GetTemplate(name) for each listed template: {name: standby} of the warm ones */
+json_t *
+cluster_bus_warm(struct cluster *c)
+{
+	sd_bus_message *reply = NULL;
+	json_t *warm = json_object();
+	int r = sd_bus_call_method(c->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListTemplates",
+				   NULL, &reply, "");
+	if (r >= 0)
+		r = sd_bus_message_enter_container(reply, 'a', "(ssasqtb)");
+	while (r >= 0 && sd_bus_message_enter_container(reply, 'r', "ssasqtb") > 0) {
+		const char *name, *rootfs;
+		if (sd_bus_message_read(reply, "ss", &name, &rootfs) < 0 ||
+		    sd_bus_message_skip(reply, "asqtb") < 0 ||
+		    sd_bus_message_exit_container(reply) < 0)
+			break;
+		if (!cluster_input_template_ok(name))
+			continue;
+		sd_bus_message *t = NULL;
+		if (sd_bus_call_method(c->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "GetTemplate",
+				       NULL, &t, "s", name) < 0)
+			continue;
+		int is_warm = 0;
+		uint32_t standby = 0;
+		if (sd_bus_message_enter_container(t, 'a', "{sv}") >= 0) {
+			const char *k;
+			while (sd_bus_message_enter_container(t, 'e', "sv") > 0) {
+				if (sd_bus_message_read(t, "s", &k) < 0)
+					break;
+				if (!strcmp(k, "warm"))
+					sd_bus_message_read(t, "v", "b", &is_warm);
+				else if (!strcmp(k, "standby"))
+					sd_bus_message_read(t, "v", "u", &standby);
+				else
+					sd_bus_message_skip(t, "v");
+				sd_bus_message_exit_container(t);
+			}
+		}
+		sd_bus_message_unref(t);
+		if (is_warm)
+			json_object_set_new(warm, name, json_integer(standby));
+	}
+	sd_bus_message_unref(reply);
+	cluster_bus_kick(c);
+	return warm;
+}
+
+struct create_call {
+	struct cluster *c;
+	cluster_create_done done;
+	void *userdata;
+};
+
+static int
+create_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+	struct create_call *call = userdata;
+	const sd_bus_error *e = sd_bus_message_get_error(m);
+	const char *id = NULL, *path, *url;
+	(void)ret_error;
+	if (e) {
+		const char *name = e->name ? e->name : "Failed";
+		if (!strncmp(name, ERR_PREFIX, strlen(ERR_PREFIX)))
+			name += strlen(ERR_PREFIX);
+		call->done(call->c, NULL, name, e->message ? e->message : "", call->userdata);
+	} else if (sd_bus_message_read(m, "sos", &id, &path, &url) < 0 ||
+		   !cluster_input_id_ok(id)) {
+		call->done(call->c, NULL, "Failed", "a malformed answer from the supervisor",
+			   call->userdata);
+	} else {
+		call->done(call->c, id, NULL, NULL, call->userdata);
+	}
+	free(call);
+	return 0;
+}
+
+int
+cluster_bus_create_async(struct cluster *c, const char *template, cluster_create_done done,
+			 void *userdata)
+{
+	sd_bus_message *m = NULL;
+	struct create_call *call = calloc(1, sizeof *call);
+	if (!call)
+		return -ENOMEM;
+	*call = (struct create_call){c, done, userdata};
+	int r = sd_bus_message_new_method_call(c->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
+					       "CreateSandbox");
+	if (r >= 0)
+		r = sd_bus_message_append(m, "sa{sv}", template, 2, "wait", "b", 1,
+					  /* the host counted a free slot before accepting: a
+					   * slot that is not there at once is an error, not a
+					   * wait (the placer tries another host) */
+					  "pool_timeout_ms", "u", (uint32_t)1000);
+	if (r >= 0)
+		r = sd_bus_call_async(c->bus, NULL, m, create_reply, call, CREATE_TIMEOUT_USEC);
+	sd_bus_message_unref(m);
+	if (r < 0)
+		free(call);
+	bus_rearm(c);
+	return r;
+}

@@ -1,0 +1,112 @@
+/* warren-clusterd: Warren's per-host cluster daemon (docs/MULTIHOST.md). An unprivileged D-Bus
+ * client of the local supervisor, like warrenctl and warren-e2b-api, that joins the host to a
+ * cluster kept in etcd (membership under a lease, the sandbox catalog, idempotent placement of
+ * creates) and forwards creates to other hosts' clusterd over HTTP with a shared cluster key.
+ * It holds no capability; the only privilege it has is the D-Bus policy's for its user. */
+#pragma once
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+#include "place.h"
+
+struct seccomp_policy;
+
+#define CLUSTER_NAME_MAX 63 /* a host's name: [a-z0-9-] */
+#define CLUSTER_RID_MAX 64  /* a create's request id: [A-Za-z0-9_-] */
+#define CLUSTER_KEY_MAX 256
+#define CLUSTER_MAX_ENDPOINTS 8
+
+/* etcd.c: etcd's v3 JSON gateway, blocking calls with a deadline, endpoints tried in turn */
+struct etcd {
+	char *hosts[CLUSTER_MAX_ENDPOINTS]; /* "ADDR:PORT" */
+	size_t n, current;
+	int timeout_ms;
+};
+struct etcd_kv {
+	char *key, *value;
+};
+int etcd_init(struct etcd *e, const char *endpoints);
+void etcd_kvs_free(struct etcd_kv *kv, size_t n);
+int etcd_lease_grant(struct etcd *e, int ttl, int64_t *id);
+/* 0 and the lease's remaining TTL (<= 0: the lease is gone), or -errno: etcd not reached */
+int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ttl);
+int etcd_put(struct etcd *e, const char *key, const char *value, int64_t lease);
+int etcd_delete(struct etcd *e, const char *key);
+/* every key under prefix (a malloc'd array) */
+int etcd_range_prefix(struct etcd *e, const char *prefix, struct etcd_kv **out, size_t *n);
+/* one key: 0 and *value (malloc'd), -ENOENT if absent */
+int etcd_get(struct etcd *e, const char *key, char **value);
+/* put key=value only if key does not exist (a txn on its create revision): 1 if put, 0 and
+ * *existing (malloc'd) if it was there */
+int etcd_create(struct etcd *e, const char *key, const char *value, int64_t lease, char **existing);
+
+/* the local sandboxes as the supervisor lists them */
+struct local_sandbox {
+	char id[16], template[72], state[24];
+};
+
+struct cluster {
+	struct event_base *base;
+	sd_bus *bus;
+	struct event *bus_ev, *tick_ev;
+	struct evhttp *http;
+	struct etcd etcd;
+	const char *name, *advertise, *gateway_url, *prefix;
+	char key[CLUSTER_KEY_MAX + 1];
+	int lease_ttl;
+	unsigned k;
+	int64_t lease;
+	uint64_t last_keepalive_usec; /* monotonic: the last keepalive etcd answered */
+	bool registered;
+	/* creates accepted here and not yet sent to the supervisor: not in its list yet, so
+	 * taken off the free slots published; a create sent is in the supervisor's list at once
+	 * (D-Bus keeps the order of one connection's messages, and the supervisor adds the
+	 * sandbox when it reads the call), so it is counted there */
+	unsigned pending;
+	unsigned inflight; /* creates sent to the supervisor and not answered yet */
+	struct place_reservation reservations[PLACE_MAX_HOSTS];
+	size_t n_reservations;
+	struct local_sandbox *local;
+	size_t n_local;
+};
+
+/* cluster-bus.c: org.warren.Warren1, and sd-bus on the libevent loop */
+int cluster_bus_attach(struct cluster *c);
+void cluster_bus_kick(struct cluster *c);
+int cluster_bus_list(struct cluster *c, struct local_sandbox **out, size_t *n);
+int cluster_bus_pool(struct cluster *c, uint32_t *size, uint32_t *free_slots);
+/* warm templates and standby counts: a JSON object {template: standby} of the warm ones */
+json_t *cluster_bus_warm(struct cluster *c);
+/* CreateSandbox(template, wait) without blocking the loop: done(id or NULL, error name) */
+typedef void (*cluster_create_done)(struct cluster *c, const char *id, const char *error,
+				    const char *message, void *userdata);
+int cluster_bus_create_async(struct cluster *c, const char *template, cluster_create_done done,
+			     void *userdata);
+
+/* member.c: membership and capacity under the lease; the catalog written from the supervisor */
+uint64_t cluster_now_usec(void);
+bool cluster_connected(struct cluster *c);
+int member_free_slots(struct cluster *c, uint32_t *free_slots, uint32_t *pool_size);
+int member_publish(struct cluster *c);
+void member_tick(evutil_socket_t fd, short what, void *arg);
+char *cluster_key(struct cluster *c, const char *kind, const char *name);
+
+/* cluster-http.c: the front door, the cluster list, the host-to-host create */
+int cluster_http_start(struct cluster *c, int listen_fd);
+
+/* cluster-input.c: what may come in (pure; unit-tested and fuzzed) */
+bool cluster_input_name_ok(const char *s);
+bool cluster_input_rid_ok(const char *s);
+bool cluster_input_template_ok(const char *s);
+bool cluster_input_id_ok(const char *s);
+bool cluster_input_addr_ok(const char *s);
+int cluster_input_create(const char *body, size_t len, char *template, size_t tlen, char *rid,
+			 size_t rlen);
+
+/* clusterd-sandbox.c */
+extern const struct seccomp_policy clusterd_seccomp;

@@ -1,0 +1,289 @@
+#!/bin/bash
+# Three Warren hosts joined through a three-member etcd cluster (warren-clusterd,
+# docs/MULTIHOST.md), each host and each etcd member in a network namespace of its own with its
+# own state, bus, ports and pool subnet: creates at any host's front door are placed and answer
+# on the host they landed on; a retried create (same request id, another front door) makes no
+# second sandbox; concurrent creates fill the cluster exactly and the one too many is refused
+# ClusterFull at once; an etcd follower killed changes nothing; a host killed with kill -9 (all
+# of its daemons) has its sandboxes reported lost once its lease lapses and creates go
+# elsewhere, and it registers again when it comes back. Then what a hostile HTTP client meets:
+# no key or a wrong one is 401, bad bodies are 400 and never reach etcd or D-Bus.
+source "$(dirname "$0")/lib.sh"
+command -v etcd >/dev/null || { log "SKIP: no etcd (Debian etcd-server)"; exit 77; }
+command -v nsenter >/dev/null || { log "SKIP: no nsenter"; exit 77; }
+TM=$T
+POOL=2
+TTL=5
+NET=10.250.$K
+CPORT=8303
+BR=wt${K}br
+KEY=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+install -d -m 0755 "$TM/etc"
+printf '%s\n' "$KEY" >"$TM/etc/cluster-key"
+chown root:warren-cluster "$TM/etc/cluster-key"
+chmod 0640 "$TM/etc/cluster-key"
+
+# the private buses get the policy of this source tree (the warren-cluster user's entry)
+start_bus() {
+	sed -e "s|<listen>.*</listen>|<listen>unix:path=$T/bus.sock</listen>|" \
+		-e "s|<pidfile>.*</pidfile>|<pidfile>$T/bus.pid</pidfile>|" \
+		-e "s|</busconfig>|<include>$SOURCE/units/org.warren.Warren1.conf</include></busconfig>|" \
+		/usr/share/dbus-1/system.conf >"$T/bus.conf"
+	dbus-daemon --config-file="$T/bus.conf" --fork --nosyslog
+	wait_for 5 test -S "$T/bus.sock" || fail "private dbus-daemon did not start"
+}
+
+# --- the network: a bridge in a namespace of its own (never this one's firewall), one veth
+# from it into each host's and member's namespace ---
+ns_name() { echo "wt${K}$1"; } # h1..h3, e1..e3; net: the bridge's
+ip netns add "$(ns_name net)"
+at_exit "ip netns del $(ns_name net) 2>/dev/null"
+ip -n "$(ns_name net)" link add "$BR" type bridge
+ip -n "$(ns_name net)" link set "$BR" up
+make_ns() { # make_ns NAME ADDR
+	local ns
+	ns=$(ns_name "$1")
+	ip netns add "$ns"
+	at_exit "ip netns del $ns 2>/dev/null"
+	ip -n "$(ns_name net)" link add "v$1" type veth peer name eth0 netns "$ns"
+	ip -n "$(ns_name net)" link set "v$1" master "$BR" up
+	ip -n "$ns" addr add "$2/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" link set lo up
+}
+in_ns() { local ns; ns=$(ns_name "$1"); shift; nsenter --net="/run/netns/$ns" "$@"; }
+
+# --- etcd: three members ---
+CLUSTER=""
+for j in 1 2 3; do CLUSTER+="${CLUSTER:+,}m$j=http://$NET.$((10 + j)):2380"; done
+ETCD_EPS=$NET.11:2379,$NET.12:2379,$NET.13:2379
+for j in 1 2 3; do
+	make_ns "e$j" "$NET.$((10 + j))"
+	install -d -m 0700 "$TM/etcd$j"
+	DAEMON_NETNS=$(ns_name "e$j") daemon "etcd$j" etcd --name "m$j" --data-dir "$TM/etcd$j" \
+		--listen-client-urls "http://$NET.$((10 + j)):2379" \
+		--advertise-client-urls "http://$NET.$((10 + j)):2379" \
+		--listen-peer-urls "http://$NET.$((10 + j)):2380" \
+		--initial-advertise-peer-urls "http://$NET.$((10 + j)):2380" \
+		--initial-cluster "$CLUSTER" --initial-cluster-state new
+	eval "ETCD_PID_$j=\$PID_etcd$j"
+done
+etcd_healthy() { in_ns e1 etcdctl --endpoints "$ETCD_EPS" endpoint health; }
+expect "etcd's three members are healthy" wait_for 60 etcd_healthy
+
+# --- the hosts ---
+# start_host I: host I's daemons in its namespace, with its own directory, bus, veth prefix,
+# pool subnet, nftables table and cgroup parent (lib.sh's variables, made local here: the
+# functions it calls see them)
+start_host() {
+	local i=$1
+	local T=$TM/h$i IFPREFIX=wt${K}h$i SUBNET=10.17$i.0.0 NFT_TABLE=warren_t${K}h$i
+	local CGROUP_PARENT=/warren-t${K}h$i VM_RAM_DIR=/dev/shm/warren-t${K}h$i
+	local DAEMON_NETNS DBUS_SYSTEM_BUS_ADDRESS=unix:path=$TM/h$i/bus.sock
+	DAEMON_NETNS=$(ns_name "h$i")
+	export DBUS_SYSTEM_BUS_ADDRESS
+	install -d -m 0755 "$T"
+	start_bus
+	start_netnsd
+	start_snapshotd
+	start_gateway
+	start_supervisor
+	daemon clusterd "$LIBEXEC/warren-clusterd" --name "h$i" --listen "$NET.$i:$CPORT" \
+		--gateway-url "http://$NET.$i:$GW_PORT" --etcd "$ETCD_EPS" \
+		--cluster-key "$TM/etc/cluster-key" --lease-ttl "$TTL"
+	eval "HPIDS_$i=\"$PID_netnsd $PID_snapshotd $PID_gateway $PID_supervisor $PID_clusterd\""
+	PID_netnsd="" # lib.sh's clean-up knows one host: stop_host does each
+}
+# stop_host I [SIGNAL]: its daemons and bus (kill -9: a host lost), then what they leave
+kill_host() {
+	local i=$1 pids
+	eval "pids=\$HPIDS_$i"
+	# shellcheck disable=SC2086
+	kill -9 $pids 2>/dev/null || true
+	for p in $pids; do wait "$p" 2>/dev/null || true; done
+	[ -f "$TM/h$i/bus.pid" ] && kill -9 "$(cat "$TM/h$i/bus.pid")" 2>/dev/null
+	rm -f "$TM/h$i/bus.sock" "$TM/h$i/bus.pid" "$TM/h$i/gw/gateway.sock" "$TM/h$i/netnsd.sock" \
+		"$TM/h$i/snapshotd.sock"
+	return 0
+}
+remove_host() {
+	local i=$1
+	kill_host "$i"
+	# shellcheck disable=SC2046
+	in_ns "h$i" timeout 150 "$LIBEXEC/warren-netnsd" --remove-all --subnet "10.17$i.0.0" \
+		--ifname-prefix "wt${K}h$i" --nft-table "warren_t${K}h$i" \
+		--runtime-dir "$TM/h$i/netnsd" --cgroup-parent "/warren-t${K}h$i" \
+		>>"$TM/h$i/netnsd.log" 2>&1
+	rm -rf "/dev/shm/warren-t${K}h$i" "/dev/shm/warren-t${K}h$i-images"
+}
+for i in 1 2 3; do
+	make_ns "h$i" "$NET.$i"
+	at_exit "remove_host $i"
+	start_host "$i"
+done
+unset PID_netnsd
+
+# a request to host I's front door: prints the HTTP status, the body goes to $TM/body.I (or
+# $OUT). curl's own limit is far above any answer's: a create that timed out would fail the test.
+fd() { # fd I METHOD PATH [BODY]
+	local i=$1 m=$2 p=$3
+	in_ns "h$i" curl -s --max-time 150 -o "${OUT:-$TM/body.$i}" -w '%{http_code}' -X "$m" \
+		-H "X-Warren-Cluster-Key: $KEY" -H 'Content-Type: application/json' \
+		${4:+--data "$4"} "http://$NET.$i:$CPORT$p"
+}
+body() { cat "$TM/body.$1"; }
+jq_() { python3 -c "import json,sys; d=json.load(open('$TM/body.$1')); print($2)"; }
+hosts_in() { fd "$1" GET /v1/sandboxes >/dev/null && jq_ "$1" "' '.join(sorted(d['hosts']))"; }
+three_hosts() { [ "$(hosts_in "$1")" = "h1 h2 h3" ]; }
+for i in 1 2 3; do expect "host h$i sees all three hosts" wait_for 60 three_hosts "$i"; done
+# host I's own bus
+hbus() { local i=$1; shift; DBUS_SYSTEM_BUS_ADDRESS=unix:path=$TM/h$i/bus.sock "$@"; }
+local_count() { ids_in "$(hbus "$1" busctl --system call org.warren.Warren1 /org/warren/Warren1 \
+	org.warren.Warren1.Manager ListSandboxes)" | sort -u | grep -c . || true; }
+answers() { # answers HOST ID: the sandbox serves HTTP through its host's gateway
+	in_ns "h$1" curl -fsS --max-time 10 -o /dev/null "http://$2.warren.localhost:$GW_PORT/"
+}
+pool_free() { hbus "$1" busctl --system get-property org.warren.Warren1 /org/warren/Warren1 \
+	org.warren.Warren1.Manager PoolFree | awk '{print $2}'; }
+
+# --- creates at each front door, placed and answering ---
+declare -A HOST_OF
+for i in 1 2 3; do
+	st=$(fd "$i" POST /v1/sandboxes "{\"template\":\"web\",\"request_id\":\"first-$i\"}")
+	[ "$st" = 201 ] || fail "create at h$i: $st $(body "$i")"
+	id=$(jq_ "$i" "d['id']")
+	h=$(jq_ "$i" "d['host']")
+	HOST_OF[$id]=${h#h}
+	log "ok: a create at h$i's front door was placed on $h: $id"
+	expect "sandbox $id answers through its host's gateway" wait_for 30 answers "${h#h}" "$id"
+	ids_in "$(hbus "${h#h}" busctl --system call org.warren.Warren1 /org/warren/Warren1 \
+		org.warren.Warren1.Manager ListSandboxes)" | grep -qx "$id" ||
+		fail "sandbox $id is not in $h's supervisor"
+done
+FIRST=$(fd 2 GET /v1/sandboxes >/dev/null; jq_ 2 "len(d['sandboxes'])")
+expect "the cluster list at h2 shows the three sandboxes" test "$FIRST" = 3
+
+# --- a retried create: same request id at another front door, the same sandbox ---
+fd 1 POST /v1/sandboxes '{"template":"web","request_id":"first-1"}' >/dev/null
+ID1=$(jq_ 1 "d['id']")
+st=$(fd 3 POST /v1/sandboxes '{"template":"web","request_id":"first-1"}')
+expect "a retried create answers 200 (not 201)" test "$st" = 200
+expect "a retried create answers the first create's sandbox" test "$(jq_ 3 "d['id']")" = "$ID1"
+total=0
+for i in 1 2 3; do total=$((total + $(local_count "$i"))); done
+expect "a retried create made no sandbox (3 in all)" test "$total" = 3
+# while there is room: a host that does not have the template refuses, nothing is made
+expect "an unknown template is 404 NoSuchTemplate, not a sandbox" \
+	test "$(fd 1 POST /v1/sandboxes '{"template":"nosuch","request_id":"b3"}')" = 404
+expect "and its body names the error" grep -q '"error":"NoSuchTemplate"' "$TM/body.1"
+
+# --- filling the cluster: 4 concurrent creates for 3 free slots, at three front doors ---
+FILL=()
+for n in 1 2 3 4; do
+	i=$(((n - 1) % 3 + 1))
+	(OUT=$TM/fill.$n fd "$i" POST /v1/sandboxes \
+		"{\"template\":\"web\",\"request_id\":\"fill-$n\"}" >"$TM/fill.$n.status") &
+	FILL+=($!)
+done
+for p in "${FILL[@]}"; do wait "$p" || fail "a fill create's curl failed"; done
+ok=0 full=0
+for n in 1 2 3 4; do
+	st=$(cat "$TM/fill.$n.status")
+	if [ "$st" = 201 ]; then
+		ok=$((ok + 1))
+	elif [ "$st" = 503 ] && grep -q '"error":"ClusterFull"' "$TM/fill.$n"; then
+		full=$((full + 1))
+	else
+		fail "fill create $n: $st $(cat "$TM/fill.$n")"
+	fi
+done
+expect "three of the four concurrent creates were placed ($ok)" test "$ok" = 3
+expect "the fourth was refused ClusterFull ($full)" test "$full" = 1
+for i in 1 2 3; do expect "host h$i runs $POOL sandboxes, no more" test "$(local_count "$i")" = "$POOL"; done
+st=$(fd 2 POST /v1/sandboxes '{"template":"web","request_id":"one-too-many"}')
+expect "a create in a full cluster is refused at once: 503 ClusterFull" \
+	bash -c "[ $st = 503 ] && grep -q '\"error\":\"ClusterFull\"' '$TM/body.2'"
+
+# --- one etcd member killed (a follower): nothing visible ---
+leader=$(in_ns e1 etcdctl --endpoints "$ETCD_EPS" endpoint status -w json |
+	python3 -c "import json,sys; s=json.load(sys.stdin)
+for m in s:
+    if m['Status']['leader'] == m['Status']['header']['member_id']: print(m['Endpoint'])")
+for j in 1 2 3; do [ "$NET.$((10 + j)):2379" != "${leader#http://}" ] && { VICTIM=$j; break; }; done
+eval "kill -9 \$ETCD_PID_$VICTIM"
+log "killed etcd member m$VICTIM (the leader is $leader)"
+ID_DEL=$(fd 1 GET /v1/sandboxes >/dev/null; jq_ 1 "[s['id'] for s in d['sandboxes'] if s['host']=='h1'][0]")
+hbus 1 busctl --system call org.warren.Warren1 "/org/warren/Warren1/sandbox/$ID_DEL" \
+	org.warren.Warren1.Sandbox Destroy
+slot_free() { [ "$(pool_free "$1")" -ge 1 ]; }
+published_free() { fd 1 GET /v1/sandboxes >/dev/null &&
+	[ "$(jq_ 1 "d['hosts']['h$1']['free_slots']")" -ge 1 ]; }
+expect "h1's slot is free again" wait_for 60 slot_free 1
+expect "h1 publishes its free slot" wait_for 30 published_free 1
+gone() { fd 1 GET /v1/sandboxes >/dev/null && ! grep -q "$ID_DEL" "$TM/body.1"; }
+expect "with two etcd members the destroyed sandbox leaves the catalog" wait_for 30 gone
+st=$(fd 3 POST /v1/sandboxes '{"template":"web","request_id":"after-etcd-kill"}')
+expect "with two etcd members a create is placed ($st)" test "$st" = 201
+expect "on the only host with room, h1" test "$(jq_ 3 "d['host']")" = h1
+for i in 1 2 3; do expect "h$i still sees three hosts" three_hosts "$i"; done
+
+# --- a host killed: its sandboxes are reported lost, creates go elsewhere, it comes back ---
+H3_IDS=$(fd 1 GET /v1/sandboxes >/dev/null; jq_ 1 "' '.join(s['id'] for s in d['sandboxes'] if s['host']=='h3')")
+expect "h3 ran $POOL sandboxes" test "$(wc -w <<<"$H3_IDS")" = "$POOL"
+t0=$(date +%s%N)
+kill_host 3
+lost() {
+	fd 1 GET /v1/sandboxes >/dev/null || return 1
+	[ "$(jq_ 1 "sum(1 for s in d['sandboxes'] if s['host']=='h3' and s['state']=='lost')")" = "$POOL" ] &&
+		[ "$(jq_ 1 "' '.join(sorted(d['hosts']))")" = "h1 h2" ]
+}
+expect "h3's sandboxes are reported lost once its lease lapsed" wait_for 120 lost
+t1=$(date +%s%N)
+log "measured: h3 out and its sandboxes lost $(((t1 - t0) / 1000000)) ms after kill -9 (lease $TTL s)"
+ID_DEL=$(fd 2 GET /v1/sandboxes >/dev/null; jq_ 2 "[s['id'] for s in d['sandboxes'] if s['host']=='h2'][0]")
+hbus 2 busctl --system call org.warren.Warren1 "/org/warren/Warren1/sandbox/$ID_DEL" \
+	org.warren.Warren1.Sandbox Destroy
+expect "h2's slot is free again" wait_for 60 slot_free 2
+expect "h2 publishes its free slot" wait_for 30 published_free 2
+st=$(fd 1 POST /v1/sandboxes '{"template":"web","request_id":"after-host-kill"}')
+expect "with h3 gone a create is placed ($st)" test "$st" = 201
+expect "elsewhere than h3 (on h2, the host with room)" test "$(jq_ 1 "d['host']")" = h2
+st=$(fd 1 POST /v1/sandboxes '{"template":"web","request_id":"after-host-kill-2"}')
+expect "and then the cluster is full: ClusterFull, h3's slots are not counted ($st)" \
+	bash -c "[ $st = 503 ] && grep -q ClusterFull '$TM/body.1'"
+t0=$(date +%s%N)
+start_host 3
+expect "h3 registers again when it comes back" wait_for 60 three_hosts 1
+t1=$(date +%s%N)
+log "measured: h3 registered again $(((t1 - t0) / 1000000)) ms after its daemons were started"
+# what h3 still runs is adopted again (running) or was lost with its helpers (gone): either way
+# the catalog stops calling it lost
+not_lost() { fd 1 GET /v1/sandboxes >/dev/null &&
+	[ "$(jq_ 1 "sum(1 for s in d['sandboxes'] if s['state']=='lost')")" = 0 ]; }
+expect "h3's old sandboxes are no longer reported lost" wait_for 60 not_lost
+log "after h3's return: $(jq_ 1 "[(s['host'], s['state']) for s in d['sandboxes'] if s['id'] in '$H3_IDS'.split()]")"
+
+# --- a hostile client ---
+expect "no key: 401" test "$(in_ns h1 curl -s -o /dev/null -w '%{http_code}' \
+	"http://$NET.1:$CPORT/v1/sandboxes")" = 401
+expect "a wrong key of the right length: 401" test "$(in_ns h1 curl -s -o /dev/null -w '%{http_code}' \
+	-H "X-Warren-Cluster-Key: ${KEY//?/a}" "http://$NET.1:$CPORT/v1/sandboxes")" = 401
+expect "a forwarded create without the key: 401" test "$(in_ns h1 curl -s -o /dev/null \
+	-w '%{http_code}' -X POST --data '{"template":"web","request_id":"x"}' \
+	"http://$NET.2:$CPORT/v1/internal/create")" = 401
+for bad in '{"template":"../web","request_id":"b1"}' '{"template":"web","request_id":"b/1"}' \
+	'{"template":"web","request_id":"'"$(printf 'a%.0s' $(seq 65))"'"}' '{"template":1}' \
+	'[1,2]' 'not json' '{"template":"web","template":"web"}' \
+	"{\"template\":\"w\\u0000b\",\"request_id\":\"b2\"}"; do
+	expect "a bad body is 400: $bad" test "$(fd 1 POST /v1/sandboxes "$bad")" = 400
+done
+expect "a body over 4 KiB is refused (413)" test "$(fd 1 POST /v1/sandboxes \
+	"{\"template\":\"web\",\"request_id\":\"$(head -c 5000 /dev/zero | tr '\0' a)\"}")" = 413
+bad_requests() { in_ns h1 etcdctl --endpoints "$ETCD_EPS" get --prefix /warren/requests/b \
+	--keys-only | grep -q .; }
+if bad_requests; then fail "a refused create left a request record in etcd"; fi
+log "ok: none of them left a request record in etcd"
+expect "the daemon runs as warren-cluster with no capability" bash -c \
+	"grep -q '^CapEff:.0000000000000000' /proc/$PID_clusterd/status && \
+	[ \$(stat -c %U /proc/$PID_clusterd) = warren-cluster ]"
+log "PASS"
