@@ -1,16 +1,17 @@
 /* The namespace pool's sizing policy: how many slots to keep built, which free ones to take down
  * and whether the host's memory can hold one more sandbox. Pure arithmetic on numbers the pool
- * and /proc/meminfo give, so it is unit-tested without namespaces (tests/unit/test-pool-policy.c). */
+ * and /proc/meminfo give, so it is unit-tested without namespaces (tests/unit/test-pool-policy.c).
+ */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct pool_policy {
-	unsigned min;	  /* slots always kept built */
-	unsigned max;	  /* slots at most (the slot table's size) */
-	unsigned spare;	  /* free slots kept built ahead of claims */
-	unsigned idle_ms; /* a free slot beyond min + spare older than this is taken down */
+	unsigned min;		/* slots always kept built */
+	unsigned max;		/* slots at most (the slot table's size) */
+	unsigned spare;		/* free slots kept built ahead of claims */
+	unsigned idle_ms;	/* a free slot beyond min + spare older than this is taken down */
 	uint64_t slot_bytes;	/* memory a live sandbox is counted with (the admission unit) */
 	uint64_t reserve_bytes; /* memory kept for the host: no create eats into it */
 };
