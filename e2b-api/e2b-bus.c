@@ -198,7 +198,7 @@ e2b_bus_error_status(const sd_bus_error *e, int r)
 	    {ERR_PREFIX "NoSuchSandbox", 404},	   {ERR_PREFIX "InvalidArgument", 400},
 	    {ERR_PREFIX "NoSuchBackend", 400},	   {ERR_PREFIX "BadState", 409},
 	    {ERR_PREFIX "Destroyed", 404},	   {ERR_PREFIX "PoolExhausted", 503},
-	    {ERR_PREFIX "HelperUnavailable", 503},
+	    {ERR_PREFIX "HelperUnavailable", 503}, {ERR_PREFIX "HostFull", 503},
 	};
 	if (e && sd_bus_error_is_set(e)) {
 		for (size_t i = 0; i < ELEMENTSOF(map); i++)

@@ -23,7 +23,16 @@ static void
 usage(void)
 {
 	printf("Usage: warren-netnsd [OPTIONS]\n"
-	       "  --pool-size N        namespace slots (default: RAM / 128 MiB, at least 32)\n"
+	       "  --pool-size N        a fixed pool of N namespace slots, all built at start\n"
+	       "  --pool-min N         without --pool-size the pool grows and shrinks: slots always\n"
+	       "                       built (default 8)\n"
+	       "  --pool-max N         slots at most (default (RAM - reserve) / slot memory, <= 4000)\n"
+	       "  --pool-spare N       free slots built ahead of creates (default 8)\n"
+	       "  --pool-idle-ms MS    free slots beyond min and spare idle this long are taken\n"
+	       "                       down (default 60000)\n"
+	       "  --pool-slot-mib M    memory a sandbox is counted with (default 16)\n"
+	       "  --pool-reserve-mib M memory no create may take (default RAM/16, at least 512):\n"
+	       "                       a create that would is refused (HostFull)\n"
 	       "  --subnet A.B.0.0     /16 the slots' /30s come from (default 10.201.0.0)\n"
 	       "  --ifname-prefix P    host veth names P<N> (default wrn)\n"
 	       "  --nft-table T        nftables inet table (default warren)\n"
@@ -89,6 +98,12 @@ main(int argc, char **argv)
 				       .vm_user = "warren-vm"};
 	static const struct option opts[] = {
 		{"pool-size", required_argument, NULL, 'p'},
+		{"pool-min", required_argument, NULL, 0x310},
+		{"pool-max", required_argument, NULL, 0x311},
+		{"pool-spare", required_argument, NULL, 0x312},
+		{"pool-idle-ms", required_argument, NULL, 0x313},
+		{"pool-slot-mib", required_argument, NULL, 0x314},
+		{"pool-reserve-mib", required_argument, NULL, 0x315},
 		{"subnet", required_argument, NULL, 's'},
 		{"ifname-prefix", required_argument, NULL, 'i'},
 		{"nft-table", required_argument, NULL, 'n'},
@@ -117,6 +132,8 @@ main(int argc, char **argv)
 		{}};
 	static struct isolation_config iso;
 	static struct oci_limits limits = OCI_LIMITS_DEFAULT;
+	/* the dynamic pool's options, -1 when not given */
+	long long pool_opt[6] = {-1, -1, -1, -1, -1, -1};
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		int r = daemon_common_option(&n.dc, c, optarg);
@@ -132,6 +149,17 @@ main(int argc, char **argv)
 		case 'p':
 			want_size = (unsigned)atoi(optarg);
 			break;
+		case 0x310 ... 0x315: {
+			char *end;
+			errno = 0;
+			long long v = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 || v > 100000000) {
+				log_error("Bad %s %s", opts[c - 0x310 + 1].name, optarg);
+				return 2;
+			}
+			pool_opt[c - 0x310] = v;
+			break;
+		}
 		case 's':
 			subnet = optarg;
 			break;
@@ -221,6 +249,45 @@ main(int argc, char **argv)
 		log_error("Bad --subnet, --ifname-prefix or --pool-size");
 		return 2;
 	}
+	/* --pool-size keeps its fixed meaning (tests, warren-launch setups); otherwise the pool
+	 * follows demand between min and max (pool-policy.h) */
+	static struct pool_policy policy;
+	bool dynamic_opts = false;
+	for (int i = 0; i < 6; i++)
+		dynamic_opts |= pool_opt[i] >= 0;
+	if (want_size && dynamic_opts) {
+		log_error("--pool-size is a fixed pool: it goes with none of the --pool-min, -max, "
+			  "-spare, -idle-ms, -slot-mib, -reserve-mib options");
+		return 2;
+	}
+	if (want_size) {
+		pool_policy_fixed(&policy, want_size);
+	} else {
+		uint64_t mem = 0;
+		meminfo_bytes("MemTotal", &mem);
+		pool_policy_defaults(&policy, mem, ADOPT_MAX_SLOTS);
+		if (pool_opt[0] >= 0)
+			policy.min = (unsigned)pool_opt[0];
+		if (pool_opt[1] >= 0)
+			policy.max = (unsigned)pool_opt[1];
+		if (pool_opt[2] >= 0)
+			policy.spare = (unsigned)pool_opt[2];
+		if (pool_opt[3] >= 0)
+			policy.idle_ms = (unsigned)pool_opt[3];
+		if (pool_opt[4] >= 0)
+			policy.slot_bytes = (uint64_t)pool_opt[4] << 20;
+		if (pool_opt[5] >= 0)
+			policy.reserve_bytes = (uint64_t)pool_opt[5] << 20;
+		char why[200];
+		if (policy.max > ADOPT_MAX_SLOTS) {
+			log_error("--pool-max %u is above %u", policy.max, ADOPT_MAX_SLOTS);
+			return 2;
+		}
+		if (pool_policy_check(&policy, why, sizeof why) < 0) {
+			log_error("Bad pool options: %s", why);
+			return 2;
+		}
+	}
 	if (!n.vm.kernel)
 		n.vm.kernel = !strcmp(n.vm.vmm, "firecracker") ? "/var/lib/warren/vm/vmlinux"
 							      : "/var/lib/warren/vm/vmlinuz";
@@ -267,11 +334,13 @@ main(int argc, char **argv)
 					  .ifname_prefix = prefix};
 		if (adopt_scan(&ac, &adoption) < 0)
 			return 1;
-		unsigned size = want_size ? want_size : pool_default_size();
+		unsigned size = policy.max;
 		for (size_t i = 0; i < adoption.n; i++)
 			if (adoption.items[i].slot >= size)
 				size = adoption.items[i].slot + 1;
 		want_size = size;
+		if (policy.min == policy.max) /* a fixed pool builds the adopted slots' table whole */
+			pool_policy_fixed(&policy, size);
 		n.slots_fd = adopt_slots_open(runtime, size, &adoption);
 		if (n.slots_fd < 0)
 			return log_error_errno(n.slots_fd, "Cannot open %s/slots: %m", runtime), 1;
@@ -326,7 +395,8 @@ main(int argc, char **argv)
 	if (!n.dc.seccomp_probe) {
 		if (isolation_install(&iso) < 0)
 			return 1;
-		struct pool_config pc = {.size = want_size ? want_size : pool_default_size(),
+		struct pool_config pc = {.size = want_size ? want_size : policy.max,
+					 .policy = policy,
 					 .subnet = sub.s_addr,
 					 .ifname_prefix = prefix,
 					 .adopt = &adoption,

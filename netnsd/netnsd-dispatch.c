@@ -136,6 +136,18 @@ handle_claim(struct ipc_call *call, void *ud)
 	const Warren__V1__ClaimSlotRequest *q = call->req->claim_slot;
 	if (q->timeout_ms > 600000)
 		return ipc_call_error(call, -EINVAL, "timeout_ms above 600000");
+	/* the host's memory is the bound of a growing pool: a create it cannot hold without
+	 * swapping is refused now rather than pushing every sandbox into swap */
+	const struct pool_policy *pol = pool_policy(n->pool);
+	uint64_t avail = 0;
+	if (pol->slot_bytes && meminfo_bytes("MemAvailable", &avail) == 0 &&
+	    pool_policy_admit(pol, avail) < 0)
+		return ipc_call_error(call, -ENOMEM,
+				      "host full: %llu MiB available, %llu MiB kept for the host and "
+				      "%llu MiB counted for a sandbox",
+				      (unsigned long long)(avail >> 20),
+				      (unsigned long long)(pol->reserve_bytes >> 20),
+				      (unsigned long long)(pol->slot_bytes >> 20));
 	struct slot *s;
 	int r = n->waiters ? -EAGAIN : pool_claim(n->pool, q->allow_outbound, &s);
 	if (r == 0) {

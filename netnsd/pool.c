@@ -1,5 +1,7 @@
 /* netnsd's namespace pool (see pool.h). Slots are built in the background a few at a time so a
- * claim never waits behind the whole pool; release scrubs the slot in place. */
+ * claim never waits behind the whole pool; release scrubs the slot in place. How many are built
+ * follows pool-policy.c: claimed + spare, between min and max; a free slot idle past idle_ms
+ * beyond that is taken down (a fixed pool has min == max and never shrinks). */
 #include "pool.h"
 #include "adopt.h"
 #include "conntrack.h"
@@ -9,6 +11,7 @@
 #include "macro.h"
 #include "microvm-net.h"
 #include "netlink.h"
+#include "clock.h"
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
@@ -26,10 +29,12 @@ struct pool {
 	struct event_base *base;
 	struct pool_config cfg;
 	struct slot *slots;
-	unsigned built;
+	unsigned built; /* slots built now, anywhere in the table */
+	bool ready_logged;
 	int host_ns;
 	int host_nl;
 	struct event *build_ev;
+	struct event *shrink_ev; /* dynamic pools only */
 	pool_available_fn available;
 	void *ud;
 };
@@ -125,37 +130,121 @@ slot_build(struct pool *p, struct slot *s)
 	return 0;
 }
 
+static unsigned
+claimed_count(struct pool *p)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < p->cfg.size; i++)
+		n += p->slots[i].built && p->slots[i].claimed;
+	return n;
+}
+
+/* Claimed before a restart and not adopted with a runtime: the supervisor still holds it, so
+ * it is rebuilt whatever the target says. */
+static bool
+slot_owed(struct pool *p, struct slot *s)
+{
+	const struct adoption *a = p->cfg.adopt;
+	return !s->built && a && s->index < a->n_claimed && a->claimed[s->index];
+}
+
+/* The next slot to build: one owed to the supervisor first, else the lowest unbuilt one while
+ * the pool is below its target. */
+static struct slot *
+next_to_build(struct pool *p)
+{
+	for (unsigned i = 0; i < p->cfg.size; i++)
+		if (slot_owed(p, &p->slots[i]))
+			return &p->slots[i];
+	if (p->built >= pool_policy_target(&p->cfg.policy, claimed_count(p)))
+		return NULL;
+	for (unsigned i = 0; i < p->cfg.size; i++)
+		if (!p->slots[i].built)
+			return &p->slots[i];
+	return NULL;
+}
+
 static void
 build_some(evutil_socket_t fd, short what, void *arg)
 {
 	struct pool *p = arg;
 	unsigned done = 0;
-	while (p->built < p->cfg.size && done < BUILD_BATCH) {
-		struct slot *s = &p->slots[p->built];
-		if (s->built) { /* adopted with its runtime */
-			p->built++;
-			continue;
-		}
+	struct slot *s;
+	while (done < BUILD_BATCH && (s = next_to_build(p))) {
+		bool owed = slot_owed(p, s);
 		if (slot_build(p, s) < 0) {
 			/* Leave the pool smaller rather than spin; the size is reported. */
 			log_error("Pool stops at %u slots", p->built);
-			p->cfg.size = p->built;
-			break;
+			p->cfg.policy.max = p->built;
+			if (p->cfg.policy.min > p->built)
+				p->cfg.policy.min = p->built;
+			if (!owed)
+				break;
+			continue; /* an owed slot that cannot be built stays unbuilt */
 		}
 		/* claimed before the restart: the supervisor still holds it and releases it */
-		const struct adoption *a = p->cfg.adopt;
-		if (a && s->index < a->n_claimed && a->claimed[s->index])
+		if (owed)
 			s->claimed = s->quarantined = true;
+		s->free_since_us = now_usec();
 		p->built++;
 		done++;
 	}
 	if (done && p->available)
 		p->available(p, p->ud);
-	if (p->built < p->cfg.size) {
+	if (next_to_build(p)) {
 		struct timeval tv = {0, 1000};
 		evtimer_add(p->build_ev, &tv);
-	} else
-		log_info("Namespace pool ready: %u slots", p->built);
+	} else if (!p->ready_logged) {
+		p->ready_logged = true;
+		log_info("Namespace pool ready: %u slots (min %u, max %u, spare %u)", p->built,
+			 p->cfg.policy.min, p->cfg.policy.max, p->cfg.policy.spare);
+	}
+}
+
+/* More slots wanted (a claim took one): build in the background, never in the claim. */
+static void
+build_more(struct pool *p)
+{
+	if (!evtimer_pending(p->build_ev, NULL) && next_to_build(p)) {
+		struct timeval tv = {0, 0};
+		evtimer_add(p->build_ev, &tv);
+	}
+}
+
+/* Take a free slot down: deleting the host end takes the pair, closing the fd the namespace. */
+static void
+slot_unbuild(struct pool *p, struct slot *s)
+{
+	if (s->host_ifindex)
+		nl_link_del(p->host_nl, s->host_ifindex);
+	s->nsfd = safe_close(s->nsfd);
+	s->host_ifindex = 0;
+	s->ns_ino = 0;
+	s->built = false;
+	p->built--;
+}
+
+static void
+shrink_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct pool *p = arg;
+	const struct pool_policy *pp = &p->cfg.policy;
+	uint64_t now = now_usec(), idle_us = (uint64_t)pp->idle_ms * 1000;
+	unsigned idle = 0;
+	for (unsigned i = 0; i < p->cfg.size; i++) {
+		struct slot *s = &p->slots[i];
+		idle += s->built && !s->claimed && now - s->free_since_us >= idle_us;
+	}
+	unsigned k = pool_policy_shrink(pp, p->built, claimed_count(p), idle);
+	/* highest index first: claims take the lowest, so the table stays packed at the bottom */
+	for (unsigned i = p->cfg.size; k && i-- > 0;) {
+		struct slot *s = &p->slots[i];
+		if (s->built && !s->claimed && now - s->free_since_us >= idle_us) {
+			slot_unbuild(p, s);
+			k--;
+		}
+	}
+	build_more(p);
 }
 
 int
@@ -200,9 +289,19 @@ pool_new(struct event_base *base, const struct pool_config *cfg, pool_available_
 		}
 		s->built = s->claimed = true;
 	}
+	for (unsigned i = 0; i < cfg->size; i++)
+		p->built += p->slots[i].built;
 	p->build_ev = evtimer_new(base, build_some, p);
 	struct timeval tv = {0, 0};
 	evtimer_add(p->build_ev, &tv);
+	if (cfg->policy.min < cfg->policy.max) {
+		/* a quarter of the idle time between looks: a slot goes at most 25% late */
+		unsigned ms = cfg->policy.idle_ms / 4;
+		ms = ms < 100 ? 100 : ms > 5000 ? 5000 : ms;
+		p->shrink_ev = event_new(base, -1, EV_PERSIST, shrink_tick, p);
+		struct timeval st = {ms / 1000, (ms % 1000) * 1000};
+		evtimer_add(p->shrink_ev, &st);
+	}
 	*out = p;
 	return 0;
 }
@@ -222,6 +321,8 @@ pool_free(struct pool *p)
 	}
 	if (p->build_ev)
 		event_free(p->build_ev);
+	if (p->shrink_ev)
+		event_free(p->shrink_ev);
 	safe_close(p->host_nl);
 	safe_close(p->host_ns);
 	free(p->slots);
@@ -231,7 +332,7 @@ pool_free(struct pool *p)
 int
 pool_claim(struct pool *p, bool allow_outbound, struct slot **out)
 {
-	for (unsigned i = 0; i < p->built; i++) {
+	for (unsigned i = 0; i < p->cfg.size; i++) {
 		struct slot *s = &p->slots[i];
 		if (s->claimed || !s->built)
 			continue;
@@ -242,8 +343,10 @@ pool_claim(struct pool *p, bool allow_outbound, struct slot **out)
 		s->claimed = true;
 		adopt_slots_set(p->cfg.slots_fd, i, true);
 		*out = s;
+		build_more(p);
 		return 0;
 	}
+	build_more(p);
 	return -EAGAIN;
 }
 
@@ -262,6 +365,7 @@ pool_release(struct pool *p, unsigned index)
 	if (r < 0)
 		log_warning_errno(r, "Slot %u: conntrack flush: %m", index);
 	s->claimed = s->quarantined = false;
+	s->free_since_us = now_usec();
 	adopt_slots_set(p->cfg.slots_fd, index, false);
 	if (p->available)
 		p->available(p, p->ud);
@@ -286,6 +390,12 @@ unsigned
 pool_size(struct pool *p)
 {
 	return p->cfg.size;
+}
+
+const struct pool_policy *
+pool_policy(struct pool *p)
+{
+	return &p->cfg.policy;
 }
 
 unsigned

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pool-policy.h"
+
 struct slot {
 	unsigned index;
 	int nsfd;
@@ -13,6 +15,7 @@ struct slot {
 	bool built, claimed;
 	bool quarantined; /* claimed before a restart, no runtime: until the supervisor releases it
 			   * or its re-sync is over (pool_quarantine_end) */
+	uint64_t free_since_us; /* built or released then: a dynamic pool takes idle ones down */
 	uint32_t host_addr, sandbox_addr; /* network order */
 	char host_ifname[16];
 	int host_ifindex;
@@ -20,7 +23,8 @@ struct slot {
 
 struct adoption;
 struct pool_config {
-	unsigned size;
+	unsigned size; /* the slot table: policy.max, or more to hold adopted slots */
+	struct pool_policy policy;
 	uint32_t subnet; /* network order, a /16 or larger is plenty */
 	const char *ifname_prefix;
 	/* restart without loss (adopt.h): slots whose runtime lives on are taken over as they
@@ -51,9 +55,10 @@ int pool_release(struct pool *p, unsigned index);
 int pool_slot_refresh(struct pool *p, unsigned index);
 struct slot *pool_slot(struct pool *p, unsigned index);
 unsigned pool_size(struct pool *p);
+const struct pool_policy *pool_policy(struct pool *p);
 unsigned pool_free_count(struct pool *p);
 /* The supervisor has re-synced: slots claimed before the restart that it did not release (a
  * create cut off by the crash) are scrubbed and given back. */
 void pool_quarantine_end(struct pool *p);
-/* Default size: one slot per 256 MiB of RAM, at least 32. */
+/* Default size: one slot per 128 MiB of RAM, at least 32. */
 unsigned pool_default_size(void);

@@ -492,6 +492,9 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 			fail_create(sb, ERR("PoolExhausted"),
 				    "No namespace slot became free in time: %s",
 				    resp && resp->message ? resp->message : "pool exhausted");
+		else if (r == -ENOMEM) /* netnsd's admission: the host's memory is spoken for */
+			fail_create(sb, ERR("HostFull"), "The host cannot hold another sandbox: %s",
+				    resp && resp->message ? resp->message : "host full");
 		else
 			fail_create(sb, ERR("HelperUnavailable"), "netnsd could not claim a slot: %s",
 				    resp && resp->message ? resp->message : strerror(-r));

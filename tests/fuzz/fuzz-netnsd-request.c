@@ -109,6 +109,23 @@ pool_size(struct pool *p)
 	return N_SLOTS;
 }
 
+/* a fixed pool: admission is by its size, as the real pool_policy_fixed makes it */
+const struct pool_policy *
+pool_policy(struct pool *p)
+{
+	static const struct pool_policy fixed = {.min = N_SLOTS, .max = N_SLOTS};
+	(void)p;
+	return &fixed;
+}
+
+int
+pool_policy_admit(const struct pool_policy *pp, uint64_t mem_available)
+{
+	(void)pp;
+	(void)mem_available;
+	return 0;
+}
+
 unsigned
 pool_free_count(struct pool *p)
 {

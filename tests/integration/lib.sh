@@ -74,8 +74,11 @@ daemon() { # daemon NAME CMD...: run in the background, log to $T/NAME.log
 }
 
 start_netnsd() {
+	# POOL=dynamic: no --pool-size, the test gives the growing pool's options itself
+	local pool=(--pool-size "${POOL:-6}")
+	[ "${POOL:-}" = dynamic ] && pool=()
 	daemon netnsd "$LIBEXEC/warren-netnsd" --socket "$T/netnsd.sock" --peer-users warren \
-		--pool-size "${POOL:-6}" --subnet "$SUBNET" --ifname-prefix "$IFPREFIX" \
+		"${pool[@]}" --subnet "$SUBNET" --ifname-prefix "$IFPREFIX" \
 		--nft-table "$NFT_TABLE" --runtime-dir "$T/netnsd" --cgroup-parent "$CGROUP_PARENT" \
 		--image-store "$T/images" --image-cache "$VM_RAM_DIR-images" \
 		--vm-ram-dir "$VM_RAM_DIR" "$@"
