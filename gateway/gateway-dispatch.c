@@ -34,6 +34,8 @@ handle_set_route(struct ipc_call *call, void *ud)
 		return ipc_call_error(call, -EINVAL, "bad address or port");
 	if (q->state > WARREN__V1__ROUTE_STATE__ROUTE_FAILED || q->start_timeout_ms > 600000)
 		return ipc_call_error(call, -EINVAL, "bad state or timeout");
+	if (route_agent_token_valid(q->agent_token) < 0)
+		return ipc_call_error(call, -EINVAL, "bad agent token (32-64 characters 0-9a-f)");
 	struct route *r = route_set(g, q->id);
 	if (!r)
 		return -ENOMEM;
@@ -51,6 +53,8 @@ handle_set_route(struct ipc_call *call, void *ud)
 		r->probe_started_us = 0;
 	}
 	r->runtime_up = q->runtime_up;
+	r->agent_api = q->agent_api;
+	snprintf(r->agent_token, sizeof r->agent_token, "%s", q->agent_token);
 	route_mark_active(r);
 	route_changed(g, r);
 	IpcResponse resp = WARREN__V1__RESPONSE__INIT;

@@ -24,6 +24,8 @@ struct route {
 	bool runtime_up;
 	unsigned http_timeout_ms; /* probe_http: how long a probe waits for the answer */
 	uint64_t probe_started_us;
+	bool agent_api;	       /* its agent's port is open without agent_token (E2B's own) */
+	char agent_token[65];  /* "" or what X-Warren-Agent-Token must equal for port 49983 */
 	struct idle_up *pool; /* proxy.c: idle keep-alive upstream connections to it */
 	unsigned n_pool;
 	struct route *next;
@@ -82,6 +84,10 @@ void route_remove(struct gateway *g, struct route *r);
 unsigned route_count(struct gateway *g);
 void route_mark_active(struct route *r);
 void route_set_reason(struct route *r, const char *reason);
+/* agent_token as pushed: "" or 32-64 characters [0-9a-f]; -EINVAL otherwise */
+int route_agent_token_valid(const char *t);
+/* Constant-time: does value (not NUL-terminated) equal the route's non-empty agent token? */
+bool route_agent_token_matches(const struct route *r, const char *value, size_t len);
 /* The state changed: held requests retry now, probing starts or stops. */
 void route_changed(struct gateway *g, struct route *r);
 

@@ -3,6 +3,7 @@
 #include "gateway.h"
 #include "macro.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,4 +90,30 @@ route_set_reason(struct route *r, const char *reason)
 		r->reason[i] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
 	}
 	r->reason[n] = 0;
+}
+
+int
+route_agent_token_valid(const char *t)
+{
+	size_t n = strlen(t);
+	if (n != 0 && (n < 32 || n >= sizeof((struct route *)0)->agent_token))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
+			return -EINVAL;
+	return 0;
+}
+
+/* Every byte compared whatever differs: the time says nothing about how much of a guess was
+ * right. The length is not secret (the supervisor's tokens all have one). */
+bool
+route_agent_token_matches(const struct route *r, const char *value, size_t len)
+{
+	size_t n = strlen(r->agent_token);
+	if (n == 0 || len != n)
+		return false;
+	unsigned char d = 0;
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)(r->agent_token[i] ^ value[i]);
+	return d == 0;
 }

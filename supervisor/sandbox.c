@@ -7,6 +7,7 @@
 #include "log.h"
 #include "macro.h"
 #include "exec.h"
+#include "agent-token.h"
 #include "logs.h"
 #include "metrics.h"
 #include "supervisor.h"
@@ -171,6 +172,11 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 	q.idle_ms = t && t->idle_ms ? t->idle_ms : sup->idle_ms;
 	q.probe_http = !strcmp(sb->backend, "microvm");
 	q.runtime_up = sb->runtime_alive;
+	char tok[AGENT_TOKEN_LEN + 1] = "";
+	q.agent_api = agent_token_api_route(sb->id);
+	if (agent_token_get(sb->id, tok) < 0)
+		tok[0] = 0; /* no token: only agent_api opens the agent's port */
+	q.agent_token = tok;
 	switch (sb->state) {
 	case SANDBOX_CREATING:
 	case SANDBOX_STARTING:
