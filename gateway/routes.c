@@ -1,4 +1,6 @@
-/* The gateway's route table: sandbox id -> address, port and state, set by the supervisor. */
+/* The gateway's route table: sandbox id -> address, port and state, set by the supervisor. The
+ * bottom layer of the gateway (gateway/LAYERS): it owns the routes' data and tells whoever
+ * listens (the prober, the proxy) what changed; it calls nothing above it. */
 #include "clock.h"
 #include "gateway.h"
 #include "macro.h"
@@ -26,7 +28,6 @@ route_set(struct gateway *g, const char *id)
 	if (!r)
 		return NULL;
 	snprintf(r->id, sizeof r->id, "%s", id);
-	r->probe_fd = -1;
 	r->last_active_us = now_usec();
 	r->next = g->routes;
 	g->routes = r;
@@ -41,9 +42,8 @@ route_remove(struct gateway *g, struct route *r)
 			*pp = r->next;
 			break;
 		}
-	probe_stop(r);
-	r->state = -1; /* held requests see it gone */
-	proxy_route_changed(g, r);
+	r->state = -1; /* listeners see it gone: the prober drops its probe, held requests fail */
+	route_changed(g, r);
 	free(r);
 }
 
@@ -63,14 +63,20 @@ route_mark_active(struct route *r)
 	r->idle_reported = false;
 }
 
+int
+route_listen(struct gateway *g, route_listener_fn fn)
+{
+	if (g->n_route_listeners >= ROUTE_MAX_LISTENERS)
+		return -ENOSPC;
+	g->route_listeners[g->n_route_listeners++] = fn;
+	return 0;
+}
+
 void
 route_changed(struct gateway *g, struct route *r)
 {
-	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING)
-		probe_start(g, r);
-	else
-		probe_stop(r);
-	proxy_route_changed(g, r);
+	for (unsigned i = 0; i < g->n_route_listeners; i++)
+		g->route_listeners[i](g, r);
 }
 
 /* A failed sandbox's reason, as a 502 will say it: any length is taken (a route refused for a
