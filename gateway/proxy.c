@@ -1224,8 +1224,11 @@ proxy_listen(struct gateway *g, const char *address, unsigned port)
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	if (inet_pton(AF_INET, address, &sa.sin_addr) != 1)
 		return -EINVAL;
+	/* A backlog of 4096 (the kernel's somaxconn caps it): 1,000 clients connecting at once
+	 * without keep-alive overflowed 256 while the loop was busy, and a dropped SYN is retried
+	 * by the client only after 1 s (bench/bench-gateway.py, 1000 conns, no keep-alive). */
 	g->listener = evconnlistener_new_bind(
-		g->dc.base, on_accept, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 256,
+		g->dc.base, on_accept, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 4096,
 		(struct sockaddr *)&sa, sizeof sa);
 	if (!g->listener)
 		return log_error_errno(-errno, "Cannot listen on %s:%u: %m", address, port);
