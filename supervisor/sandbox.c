@@ -202,6 +202,15 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 		cb(NULL, -ENOTCONN, NULL, 0, ud);
 }
 
+/* The owner changed after the route was pushed (a fork child): push again, agent_api follows. */
+void
+sandbox_route_refresh(const char *id)
+{
+	struct sandbox *sb = sandbox_find(sup, id);
+	if (sb)
+		route_push(sb, NULL, NULL);
+}
+
 static void
 route_remove(struct sandbox *sb)
 {
@@ -609,6 +618,7 @@ sandbox_take_standby(struct sandbox *sb, sd_bus_message *m)
 {
 	sb->standby = false;
 	logs_owner_set(sb->id, m);
+	route_push(sb, NULL, NULL); /* its owner decides whether its agent's port is agent_api */
 	sb->created_usec = realtime_usec();
 	sb->t_create_us = now_usec();
 	state_write_sandbox(sup, sb);
