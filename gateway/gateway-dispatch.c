@@ -34,6 +34,8 @@ handle_set_route(struct ipc_call *call, void *ud)
 		return ipc_call_error(call, -EINVAL, "bad address or port");
 	if (q->state > WARREN__V1__ROUTE_STATE__ROUTE_FAILED || q->start_timeout_ms > 600000)
 		return ipc_call_error(call, -EINVAL, "bad state or timeout");
+	if (route_agent_token_valid(q->agent_token) < 0)
+		return ipc_call_error(call, -EINVAL, "bad agent token (32-64 characters 0-9a-f)");
 	struct route *r = route_set(g, q->id);
 	if (!r)
 		return -ENOMEM;
@@ -45,12 +47,9 @@ handle_set_route(struct ipc_call *call, void *ud)
 	r->start_timeout_ms = q->start_timeout_ms;
 	r->idle_ms = q->idle_ms;
 	r->probe_http = q->probe_http;
-	if (q->runtime_up && !r->runtime_up) {
-		/* probe afresh: fast timeouts, from now */
-		r->http_timeout_ms = 0;
-		r->probe_started_us = 0;
-	}
-	r->runtime_up = q->runtime_up;
+	r->runtime_up = q->runtime_up; /* coming up: the prober probes afresh */
+	r->agent_api = q->agent_api;
+	snprintf(r->agent_token, sizeof r->agent_token, "%s", q->agent_token);
 	route_mark_active(r);
 	route_changed(g, r);
 	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
@@ -67,33 +66,6 @@ handle_remove_route(struct ipc_call *call, void *ud)
 	route_remove(g, r);
 	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
 	return ipc_call_reply(call, &resp, NULL, 0);
-}
-
-void
-gateway_emit(struct gateway *g, int kind, const char *id)
-{
-	IpcResponse ev = WARREN__V1__RESPONSE__INIT;
-	Warren__V1__RouteReadyEvent ready = WARREN__V1__ROUTE_READY_EVENT__INIT;
-	Warren__V1__RouteIdleEvent idle = WARREN__V1__ROUTE_IDLE_EVENT__INIT;
-	Warren__V1__ThawNeededEvent thaw = WARREN__V1__THAW_NEEDED_EVENT__INIT;
-	ev.body_case = kind;
-	switch (kind) {
-	case WARREN__V1__RESPONSE__BODY_ROUTE_READY:
-		ready.id = (char *)id;
-		ev.route_ready = &ready;
-		break;
-	case WARREN__V1__RESPONSE__BODY_ROUTE_IDLE:
-		idle.id = (char *)id;
-		ev.route_idle = &idle;
-		break;
-	case WARREN__V1__RESPONSE__BODY_THAW_NEEDED:
-		thaw.id = (char *)id;
-		ev.thaw_needed = &thaw;
-		break;
-	default:
-		return;
-	}
-	ipc_server_broadcast(g->server, &ev);
 }
 
 const struct ipc_handler gateway_handlers[] = {

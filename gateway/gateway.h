@@ -17,13 +17,10 @@ struct route {
 	uint64_t last_active_us;
 	bool idle_reported;
 	unsigned active; /* connections inside an exchange */
-	struct event *probe_ev, *probe_timer;
-	int probe_fd;
-	unsigned probe_timeout_ms;
-	bool probe_http;
+	bool probe_http;  /* probe with an HTTP HEAD, not a bare connect (probe.c) */
 	bool runtime_up;
-	unsigned http_timeout_ms; /* probe_http: how long a probe waits for the answer */
-	uint64_t probe_started_us;
+	bool agent_api;	       /* its agent's port is open without agent_token (E2B's own) */
+	char agent_token[65];  /* "" or what X-Warren-Agent-Token must equal for port 49983 */
 	struct idle_up *pool; /* proxy.c: idle keep-alive upstream connections to it */
 	unsigned n_pool;
 	struct route *next;
@@ -46,11 +43,19 @@ struct gateway_limits {
 
 struct ip_count;
 struct idle_up;
+struct gateway;
+
+/* A route's state or fields changed (state -1: it is being removed and freed after the call).
+ * Registered by the layers above the table (probe.c, proxy.c): the table calls nothing else. */
+typedef void (*route_listener_fn)(struct gateway *g, struct route *r);
+#define ROUTE_MAX_LISTENERS 4
 
 struct gateway {
 	struct daemon_common dc;
 	struct ipc_server *server;
 	struct route *routes;
+	route_listener_fn route_listeners[ROUTE_MAX_LISTENERS];
+	unsigned n_route_listeners;
 	const char *domain;
 	struct conn *conns;
 	struct event *idle_timer;
@@ -82,15 +87,21 @@ void route_remove(struct gateway *g, struct route *r);
 unsigned route_count(struct gateway *g);
 void route_mark_active(struct route *r);
 void route_set_reason(struct route *r, const char *reason);
-/* The state changed: held requests retry now, probing starts or stops. */
+/* agent_token as pushed: "" or 32-64 characters [0-9a-f]; -EINVAL otherwise */
+int route_agent_token_valid(const char *t);
+/* Constant-time: does value (not NUL-terminated) equal the route's non-empty agent token? */
+bool route_agent_token_matches(const struct route *r, const char *value, size_t len);
+/* The route changed: every listener hears of it, in the order they registered. */
 void route_changed(struct gateway *g, struct route *r);
+int route_listen(struct gateway *g, route_listener_fn fn);
 
-/* probe.c: TCP readiness probes of starting routes (closed with RST). */
-void probe_start(struct gateway *g, struct route *r);
-void probe_stop(struct route *r);
+/* probe.c: TCP readiness probes of starting routes (closed with RST); its listener keeps a
+ * probe per route (its state the prober's own) and probes while the route is starting. */
+void probe_route_changed(struct gateway *g, struct route *r);
 
 /* proxy.c */
 int proxy_listen(struct gateway *g, const char *address, unsigned port);
+/* its listener: held requests retry now, or learn their sandbox is gone */
 void proxy_route_changed(struct gateway *g, struct route *r);
 void proxy_idle_scan_start(struct gateway *g);
 
@@ -103,6 +114,8 @@ int metrics_handle_push(struct ipc_call *call, void *ud);
 /* gateway-dispatch.c */
 extern const struct ipc_handler gateway_handlers[];
 extern const unsigned gateway_n_handlers;
+
+/* gateway-events.c: events to the supervisor (RouteReady, RouteIdle, ThawNeeded) */
 void gateway_emit(struct gateway *g, int kind, const char *id);
 
 /* gateway-sandbox.c */

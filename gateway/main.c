@@ -236,6 +236,10 @@ main(int argc, char **argv)
 	if (limits_apply(&g, max_open_files, conns_given) < 0)
 		return 1;
 	g.dc.base = event_base_new();
+	/* the layers above the route table hear of its changes: probing first, then held requests
+	 * (a route that just became ready is running by the time the proxy looks) */
+	route_listen(&g, probe_route_changed);
+	route_listen(&g, proxy_route_changed);
 	int lfd = daemon_listen(&g.dc);
 	if (lfd < 0)
 		return 1;

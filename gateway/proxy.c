@@ -853,6 +853,8 @@ proxy_route_changed(struct gateway *g, struct route *r)
 	}
 }
 
+#define AGENT_TOKEN_HEADER "X-Warren-Agent-Token"
+
 /* E2B's routing headers (E2b-Sandbox-Id, E2b-Sandbox-Port: what the e2b SDK sends to one
  * E2B_SANDBOX_URL): 1 and the id and port when both are there, once each and well formed; 0 when
  * neither is; -EBADMSG otherwise. */
@@ -921,13 +923,33 @@ request_route(struct conn *c, const struct http_head *h, char id[SANDBOX_ID_LEN 
 	return -ENOENT;
 }
 
-/* Copy head bytes [from, to) to o, without the Connection header lines when drop is set. */
+/* The agent's port (49983) is the sandbox's shell: open only to routes of the E2B control plane
+ * (whose agent checks E2B's own access token) or with the sandbox's agent token, which its
+ * creator gets from the supervisor. 0 or -EACCES. */
+static int
+agent_gate(const struct route *r, const struct http_head *h)
+{
+	if (r->agent_api)
+		return 0;
+	const struct http_header *tok = NULL;
+	for (size_t i = 0; i < h->n_headers; i++)
+		if (http_header_is(&h->headers[i], AGENT_TOKEN_HEADER)) {
+			if (tok)
+				return -EACCES; /* two: which one would the agent see? */
+			tok = &h->headers[i];
+		}
+	return tok && route_agent_token_matches(r, tok->value, tok->value_len) ? 0 : -EACCES;
+}
+
+/* Copy head bytes [from, to) to o, without the Connection header lines when drop is set and
+ * never with the agent token (it is the gateway's to check, not the sandbox's to read). */
 static char *
 copy_head(char *o, const char *from, const char *to, const struct http_head *h, bool drop)
 {
-	for (size_t i = 0; drop && i < h->n_headers; i++) {
+	for (size_t i = 0; i < h->n_headers; i++) {
 		const struct http_header *hd = &h->headers[i];
-		if (hd->name < from || !http_header_is(hd, "Connection"))
+		if (hd->name < from || !((drop && http_header_is(hd, "Connection")) ||
+					 http_header_is(hd, AGENT_TOKEN_HEADER)))
 			continue;
 		const char *v_end = hd->value + hd->value_len;
 		const char *lf = memchr(v_end, '\n', (size_t)(to - v_end));
@@ -1012,6 +1034,11 @@ client_read(struct bufferevent *bev, void *arg)
 	if (port && port != GATEWAY_AGENT_PORT) {
 		send_error(c, 403, "sandbox %s: port %u is not served (only its own and %u)", id,
 			   port, GATEWAY_AGENT_PORT);
+		return;
+	}
+	if ((port ? port : ntohs(r->sa.sin_port)) == GATEWAY_AGENT_PORT && agent_gate(r, &h) < 0) {
+		send_error(c, 403, "sandbox %s: its agent's port %u needs its agent token (%s)", id,
+			   GATEWAY_AGENT_PORT, AGENT_TOKEN_HEADER);
 		return;
 	}
 	/* Rewrite the request line when the sandbox was named in the path. */
@@ -1197,8 +1224,11 @@ proxy_listen(struct gateway *g, const char *address, unsigned port)
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	if (inet_pton(AF_INET, address, &sa.sin_addr) != 1)
 		return -EINVAL;
+	/* A backlog of 4096 (the kernel's somaxconn caps it): 1,000 clients connecting at once
+	 * without keep-alive overflowed 256 while the loop was busy, and a dropped SYN is retried
+	 * by the client only after 1 s (bench/bench-gateway.py, 1000 conns, no keep-alive). */
 	g->listener = evconnlistener_new_bind(
-		g->dc.base, on_accept, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 256,
+		g->dc.base, on_accept, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 4096,
 		(struct sockaddr *)&sa, sizeof sa);
 	if (!g->listener)
 		return log_error_errno(-errno, "Cannot listen on %s:%u: %m", address, port);

@@ -1,8 +1,11 @@
-/* The gateway's route table: sandbox id -> address, port and state, set by the supervisor. */
+/* The gateway's route table: sandbox id -> address, port and state, set by the supervisor. The
+ * bottom layer of the gateway (gateway/LAYERS): it owns the routes' data and tells whoever
+ * listens (the prober, the proxy) what changed; it calls nothing above it. */
 #include "clock.h"
 #include "gateway.h"
 #include "macro.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,7 +28,6 @@ route_set(struct gateway *g, const char *id)
 	if (!r)
 		return NULL;
 	snprintf(r->id, sizeof r->id, "%s", id);
-	r->probe_fd = -1;
 	r->last_active_us = now_usec();
 	r->next = g->routes;
 	g->routes = r;
@@ -40,9 +42,8 @@ route_remove(struct gateway *g, struct route *r)
 			*pp = r->next;
 			break;
 		}
-	probe_stop(r);
-	r->state = -1; /* held requests see it gone */
-	proxy_route_changed(g, r);
+	r->state = -1; /* listeners see it gone: the prober drops its probe, held requests fail */
+	route_changed(g, r);
 	free(r);
 }
 
@@ -62,14 +63,20 @@ route_mark_active(struct route *r)
 	r->idle_reported = false;
 }
 
+int
+route_listen(struct gateway *g, route_listener_fn fn)
+{
+	if (g->n_route_listeners >= ROUTE_MAX_LISTENERS)
+		return -ENOSPC;
+	g->route_listeners[g->n_route_listeners++] = fn;
+	return 0;
+}
+
 void
 route_changed(struct gateway *g, struct route *r)
 {
-	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING)
-		probe_start(g, r);
-	else
-		probe_stop(r);
-	proxy_route_changed(g, r);
+	for (unsigned i = 0; i < g->n_route_listeners; i++)
+		g->route_listeners[i](g, r);
 }
 
 /* A failed sandbox's reason, as a 502 will say it: any length is taken (a route refused for a
@@ -89,4 +96,30 @@ route_set_reason(struct route *r, const char *reason)
 		r->reason[i] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
 	}
 	r->reason[n] = 0;
+}
+
+int
+route_agent_token_valid(const char *t)
+{
+	size_t n = strlen(t);
+	if (n != 0 && (n < 32 || n >= sizeof((struct route *)0)->agent_token))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
+			return -EINVAL;
+	return 0;
+}
+
+/* Every byte compared whatever differs: the time says nothing about how much of a guess was
+ * right. The length is not secret (the supervisor's tokens all have one). */
+bool
+route_agent_token_matches(const struct route *r, const char *value, size_t len)
+{
+	size_t n = strlen(r->agent_token);
+	if (n == 0 || len != n)
+		return false;
+	unsigned char d = 0;
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)(r->agent_token[i] ^ value[i]);
+	return d == 0;
 }

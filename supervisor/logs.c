@@ -27,8 +27,8 @@ owner_path(const char *id, char *path, size_t size)
 	snprintf(path, size, "%s/owners/%s", sup->state_dir, id);
 }
 
-static int
-sender_uid(sd_bus_message *m, uid_t *uid)
+int
+logs_sender_uid(sd_bus_message *m, uid_t *uid)
 {
 	sd_bus_creds *creds = NULL;
 	int r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds);
@@ -45,7 +45,7 @@ logs_owner_set(const char *id, sd_bus_message *m)
 	uid_t uid;
 	if (!m || !sandbox_id_valid(id))
 		return;
-	int r = sender_uid(m, &uid);
+	int r = logs_sender_uid(m, &uid);
 	if (r < 0) {
 		log_warning_errno(r,
 				  "Sandbox %s: cannot tell who created it (%m): its logs are "
@@ -74,7 +74,7 @@ logs_owner_remove(const char *id)
 }
 
 /* The owner's uid; 0 (root's alone) when none is recorded. */
-static uid_t
+uid_t
 logs_owner_get(const char *id)
 {
 	char path[512], buf[32];
@@ -150,7 +150,7 @@ method_open_logs(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0)
 		return r;
 	uid_t uid;
-	r = sender_uid(m, &uid);
+	r = logs_sender_uid(m, &uid);
 	if (r < 0)
 		return sd_bus_error_setf(err, SD_BUS_ERROR_ACCESS_DENIED, "Cannot tell who asks");
 	if (uid != 0 && uid != logs_owner_get(sb->id))

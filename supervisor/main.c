@@ -1,6 +1,7 @@
 /* warren-supervisor: the unprivileged owner of the D-Bus API (org.warren.Warren1) and of the
  * sandbox state. Loads templates and saved sandboxes, connects to its helpers, takes the bus
  * name, locks itself down (no capabilities, seccomp) and runs. */
+#include "agent-token.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -24,6 +25,8 @@ usage(void)
 	       "  --snapshotd-socket P   (default /run/warren/snapshotd.sock)\n"
 	       "  --gateway-socket P     (default /run/warren/gateway.sock)\n"
 	       "  --gateway-user U       the user the gateway runs as (default warren-gateway)\n"
+	       "  --agent-api-user U     sandboxes of U (the E2B control plane) reach their agent\n"
+	       "                         without Warren's agent token (default warren-e2b)\n"
 	       "  --gateway-url URL      (default http://127.0.0.1:8300)\n"
 	       "  --gateway-domain D     (default warren.localhost)\n"
 	       "  --idle-ms N            freeze sandboxes idle this long, 0 never (default 300000)\n"
@@ -41,7 +44,7 @@ main(int argc, char **argv)
 	sup = &s;
 	daemon_common_init(&s.dc, "supervisor");
 	const char *state = "/var/lib/warren/state", *templates = "/var/lib/warren/templates";
-	const char *gateway_user = "warren-gateway", *user = NULL;
+	const char *gateway_user = "warren-gateway", *user = NULL, *agent_api_user = "warren-e2b";
 	s.helpers[HELPER_NETNSD] = (struct helper){.name = "netnsd", .socket = "/run/warren/netnsd.sock"};
 	s.helpers[HELPER_SNAPSHOTD] =
 		(struct helper){.name = "snapshotd", .socket = "/run/warren/snapshotd.sock"};
@@ -57,6 +60,7 @@ main(int argc, char **argv)
 					     {"gateway-socket", required_argument, NULL, 'g'},
 					     {"gateway-user", required_argument, NULL, 'G'},
 					     {"gateway-url", required_argument, NULL, 'U'},
+					     {"agent-api-user", required_argument, NULL, 'A'},
 					     {"gateway-domain", required_argument, NULL, 'D'},
 					     {"idle-ms", required_argument, NULL, 'i'},
 					     {"cgroup-parent", required_argument, NULL, 'c'},
@@ -93,6 +97,9 @@ main(int argc, char **argv)
 			break;
 		case 'G':
 			gateway_user = optarg;
+			break;
+		case 'A':
+			agent_api_user = optarg;
 			break;
 		case 'U':
 			s.gateway_url = optarg;
@@ -136,6 +143,12 @@ main(int argc, char **argv)
 		log_error("Unknown gateway user %s", gateway_user);
 		return 2;
 	}
+	uid_t api_uid;
+	gid_t api_gid;
+	if (privdrop_lookup_user(agent_api_user, &api_uid, &api_gid) == 0)
+		agent_token_set_api_uid(api_uid);
+	else
+		log_info("No user %s: every sandbox's agent needs its agent token", agent_api_user);
 	s.helpers[HELPER_NETNSD].uid = 0;
 	s.helpers[HELPER_SNAPSHOTD].uid = 0;
 	s.helpers[HELPER_GATEWAY].uid = gw_uid;

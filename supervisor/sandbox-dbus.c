@@ -6,6 +6,7 @@
 #include "macro.h"
 #include "dbus-input.h"
 #include "exec.h"
+#include "agent-token.h"
 #include "logs.h"
 #include "supervisor.h"
 
@@ -164,6 +165,8 @@ static const sd_bus_vtable sandbox_vtable[] = {
 	SD_BUS_PROPERTY("ReclaimedBytes", "t", NULL, offsetof(struct sandbox, reclaimed_bytes),
 			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("Timings", "a{st}", property_get_timings, 0, 0),
+	SD_BUS_METHOD_WITH_NAMES("AgentToken", "", , "s", SD_BUS_PARAM(token), method_agent_token,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Destroy", "", "", method_destroy, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("Exec", "as", SD_BUS_PARAM(argv), "iayay",
 				 SD_BUS_PARAM(status) SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr),

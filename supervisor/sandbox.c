@@ -7,6 +7,7 @@
 #include "log.h"
 #include "macro.h"
 #include "exec.h"
+#include "agent-token.h"
 #include "logs.h"
 #include "metrics.h"
 #include "supervisor.h"
@@ -171,6 +172,11 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 	q.idle_ms = t && t->idle_ms ? t->idle_ms : sup->idle_ms;
 	q.probe_http = !strcmp(sb->backend, "microvm");
 	q.runtime_up = sb->runtime_alive;
+	char tok[AGENT_TOKEN_LEN + 1] = "";
+	q.agent_api = agent_token_api_route(sb->id);
+	if (agent_token_get(sb->id, tok) < 0)
+		tok[0] = 0; /* no token: only agent_api opens the agent's port */
+	q.agent_token = tok;
 	switch (sb->state) {
 	case SANDBOX_CREATING:
 	case SANDBOX_STARTING:
@@ -194,6 +200,15 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 	if (helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, cb ? cb : ipc_ignore_reply,
 			cb ? ud : (void *)"set_route") < 0 && cb)
 		cb(NULL, -ENOTCONN, NULL, 0, ud);
+}
+
+/* The owner changed after the route was pushed (a fork child): push again, agent_api follows. */
+void
+sandbox_route_refresh(const char *id)
+{
+	struct sandbox *sb = sandbox_find(sup, id);
+	if (sb)
+		route_push(sb, NULL, NULL);
 }
 
 static void
@@ -606,6 +621,7 @@ sandbox_take_standby(struct sandbox *sb, sd_bus_message *m)
 {
 	sb->standby = false;
 	logs_owner_set(sb->id, m);
+	route_push(sb, NULL, NULL); /* its owner decides whether its agent's port is agent_api */
 	sb->created_usec = realtime_usec();
 	sb->t_create_us = now_usec();
 	state_write_sandbox(sup, sb);

@@ -98,6 +98,7 @@ fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *err
 	if (ok) {
 		j->ids[j->n_ids++] = strdup(id);
 		logs_owner_set(id, j->m);
+		sandbox_route_refresh(id);
 	}
 	else if (error)
 		snprintf(j->error, sizeof j->error, "%s", error);

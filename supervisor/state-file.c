@@ -1,6 +1,7 @@
 /* Persistent sandbox records under <state-dir>/sandboxes/<id>: key=value lines, replaced
  * atomically, so a supervisor restarted with kill -9 finds what it was running. */
 #include "fileio.h"
+#include "agent-token.h"
 #include "logs.h"
 #include "macro.h"
 #include "supervisor.h"
@@ -32,4 +33,5 @@ state_remove_sandbox(struct supervisor *s, const char *id)
 	snprintf(path, sizeof path, "%s/sandboxes/%s", s->state_dir, id);
 	unlink(path);
 	logs_owner_remove(id);
+	agent_token_remove(id);
 }

@@ -149,6 +149,7 @@ extern const char *template_importd_socket;
 
 /* sandbox.c */
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
+void sandbox_route_refresh(const char *id);
 /* backend: "gvisor" or "microvm" (the Backends property lists what netnsd serves) */
 int sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
 		   uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err);

@@ -3,9 +3,9 @@
  * to the gateway's real IPC server (common/ipc-server.c: receive, envelope decode, version and
  * fd-count checks, the dispatch table) running the gateway's real handlers (gateway-dispatch.c)
  * over its real route table (routes.c) and proxy (proxy.c, with no client connections: what a
- * route change does to held requests is a no-op here). Stubbed at the boundary: the readiness
- * prober (probe.c connects to the route's address), replaced by a ledger of the routes being
- * probed.
+ * route change does to held requests is a no-op here). The readiness prober (probe.c connects to
+ * the route's address) is replaced, as the route table's first listener, by a ledger of the
+ * routes being probed. The agent gate's fields are checked as taken (a bad token refused).
  *
  * Input: records of [length byte][that many bytes: one datagram], up to 16 of them. After each
  * datagram the table is checked: every route has a valid id (unique), an IPv4 address, a valid
@@ -61,23 +61,21 @@ probed_index(const struct route *r)
 	return -1;
 }
 
-void
-probe_start(struct gateway *gw, struct route *r)
+/* the prober's place as a listener of the route table: a ledger of the routes it would probe */
+static void
+ledger_route_changed(struct gateway *gw, struct route *r)
 {
-	CHECK(gw == &g && route_listed(r));
-	/* what probe.c relies on: a valid IPv4 address and port to connect to */
-	CHECK(r->sa.sin_family == AF_INET && port_valid(ntohs(r->sa.sin_port)));
-	if (probed_index(r) < 0) {
-		CHECK(n_probed < MAX_PROBED);
-		probed[n_probed++] = r;
-	}
-}
-
-void
-probe_stop(struct route *r)
-{
+	CHECK(gw == &g);
 	ssize_t i = probed_index(r);
-	if (i >= 0)
+	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
+		CHECK(route_listed(r));
+		/* what probe.c relies on: a valid IPv4 address and port to connect to */
+		CHECK(r->sa.sin_family == AF_INET && port_valid(ntohs(r->sa.sin_port)));
+		if (i < 0) {
+			CHECK(n_probed < MAX_PROBED);
+			probed[n_probed++] = r;
+		}
+	} else if (i >= 0)
 		probed[i] = probed[--n_probed];
 }
 
@@ -98,7 +96,8 @@ check_table(void)
 		CHECK(strlen(r->reason) < sizeof r->reason && r->start_timeout_ms <= 600000);
 		for (const unsigned char *p = (const unsigned char *)r->reason; *p; p++)
 			CHECK(*p >= 0x20 && *p != 0x7f); /* it goes into a 502's body */
-		CHECK(r->probe_fd == -1 && r->active == 0);
+		CHECK(r->active == 0);
+		CHECK(route_agent_token_valid(r->agent_token) == 0); /* what the gate compares */
 		CHECK((probed_index(r) >= 0) ==
 		      (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING));
 	}
@@ -143,6 +142,7 @@ check_answer(const IpcRequest *q, const IpcResponse *resp)
 		CHECK(r->state == (int)s->state && reason_taken(r->reason, s->reason));
 		CHECK(r->start_timeout_ms == s->start_timeout_ms && r->idle_ms == s->idle_ms);
 		CHECK(r->probe_http == s->probe_http && r->runtime_up == s->runtime_up);
+		CHECK(r->agent_api == s->agent_api && !strcmp(r->agent_token, s->agent_token));
 		break;
 	}
 	case WARREN__V1__REQUEST__BODY_REMOVE_ROUTE:
@@ -169,6 +169,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 					.n_table = gateway_n_handlers,
 					.userdata = &g};
 	g.server = ipc_server_new(g.dc.base, -1, &cfg);
+	CHECK(route_listen(&g, ledger_route_changed) == 0 && route_listen(&g, proxy_route_changed) == 0);
 	CHECK(g.dc.base && g.server);
 	return 0;
 }

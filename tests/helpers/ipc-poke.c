@@ -3,6 +3,7 @@
  *   ipc-poke SOCKET status
  *   ipc-poke SOCKET garbage|badversion|badfds|oversize|unknown|truncfd
  *   ipc-poke SOCKET setroute ID ADDR PORT STATE [START_TIMEOUT_MS [REASON]]
+ *                       (IPC_POKE_AGENT_TOKEN=T, IPC_POKE_AGENT_API=1: the agent gate's fields)
  *   ipc-poke SOCKET removeroute ID
  *   ipc-poke SOCKET reclaim ID
  *   ipc-poke SOCKET claim-hold [outbound]   (prints "slot address gateway pid fd", holds)
@@ -201,6 +202,9 @@ main(int argc, char **argv)
 		sr.runtime_up = strcmp(argv[6], "booting") != 0;
 		sr.start_timeout_ms = argc > 7 ? (uint32_t)atoi(argv[7]) : 0;
 		sr.reason = argc > 8 ? argv[8] : "";
+		/* the agent port's token as the supervisor would push it (test-attack-agent-gate) */
+		sr.agent_token = getenv("IPC_POKE_AGENT_TOKEN") ? getenv("IPC_POKE_AGENT_TOKEN") : "";
+		sr.agent_api = getenv("IPC_POKE_AGENT_API") != NULL;
 		req.body_case = WARREN__V1__REQUEST__BODY_SET_ROUTE;
 		req.set_route = &sr;
 		ipc_send(fd, &req.base, NULL, 0);

@@ -2,7 +2,8 @@
 Usage: upstream.py PORT [LOG]
 With LOG, every request line it reads (parsed or not) is appended to LOG, so a test can show
 what reached it. /raw/<name> answers with one of RAW's hand-made (mostly malformed) responses,
-as a hostile sandbox would."""
+as a hostile sandbox would. UPSTREAM_ADDR=A binds A instead of 127.0.0.1."""
+import os
 import socketserver
 import sys
 import time
@@ -73,6 +74,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_body(("peer=%d connection=%s\n" % (self.client_address[1],
                             self.headers.get("Connection", "-"))).encode())
             return
+        if self.path.startswith("/headers"):
+            # every header name it was sent (test-attack-agent-gate: the token stays outside)
+            self.send_body(("".join("%s\n" % k.lower() for k in self.headers.keys())).encode())
+            return
         if self.path.startswith("/late-extra"):
             # a hostile sandbox: a complete answer, then, once the gateway has had time to
             # consider the connection idle, an unasked-for second answer on it
@@ -113,4 +118,6 @@ class Handler(BaseHTTPRequestHandler):
 
 ThreadingHTTPServer.daemon_threads = True
 ThreadingHTTPServer.request_queue_size = 256  # many gateway connections at once (attack tests)
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+# UPSTREAM_ADDR: another loopback address, for a port that must not clash with the host's
+ThreadingHTTPServer((os.environ.get("UPSTREAM_ADDR", "127.0.0.1"), int(sys.argv[1])),
+                    Handler).serve_forever()

@@ -54,8 +54,11 @@ check_backend() {
 		fail "$backend: CreateSandbox: $out"
 	id=$(awk '{print $2}' <<<"$out" | tr -d '"')
 	log "$backend sandbox $id"
-	local H=(-H "E2b-Sandbox-Id: $id" -H "E2b-Sandbox-Port: 49983")
-	local CH=(--header "E2b-Sandbox-Id: $id" --header "E2b-Sandbox-Port: 49983")
+	# root created it, so its agent needs its agent token (the E2B control plane's need none)
+	local tok
+	tok=$(call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox AgentToken | cut -d'"' -f2)
+	local H=(-H "E2b-Sandbox-Id: $id" -H "E2b-Sandbox-Port: 49983" -H "X-Warren-Agent-Token: $tok")
+	local CH=(--header "E2b-Sandbox-Id: $id" --header "E2b-Sandbox-Port: 49983" --header "X-Warren-Agent-Token: $tok")
 	envd() { "${CLIENT[@]}" "${H[@]}" "$@"; }
 
 	# the agent answers (the probe may beat its listen by a little on a cold microVM)
