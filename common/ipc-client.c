@@ -1,10 +1,12 @@
 /* Client side of Warren IPC (the supervisor's links to its helpers; netnsd's link to its
  * spawner): pending calls by id, timeouts, events with id 0. */
 #include "ipc-client.h"
+#include "ipc-queue.h"
 #include "log.h"
 #include "macro.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 struct pending {
 	uint64_t id;
@@ -20,6 +22,9 @@ struct ipc_client {
 	char *name;
 	int fd;
 	struct event *ev;
+	struct event *wev;    /* armed while out holds requests the socket refused */
+	struct ipc_queue out; /* requests waiting for the helper to read */
+	bool stalled;         /* the helper stopped reading: dropped from the read event */
 	uint64_t next_id;
 	struct pending *pending;
 	ipc_event_fn on_event;
@@ -51,13 +56,23 @@ fail_all(struct ipc_client *c, int r)
 }
 
 static void
+client_close(struct ipc_client *c)
+{
+	if (c->ev)
+		event_free(c->ev);
+	c->ev = NULL;
+	if (c->wev)
+		event_free(c->wev);
+	c->wev = NULL;
+	ipc_queue_clear(&c->out);
+	c->stalled = false;
+	c->fd = safe_close(c->fd);
+}
+
+static void
 client_drop(struct ipc_client *c)
 {
-	if (c->ev) {
-		event_free(c->ev);
-		c->ev = NULL;
-	}
-	c->fd = safe_close(c->fd);
+	client_close(c);
 	fail_all(c, -ECONNRESET);
 	if (c->on_disconnect)
 		c->on_disconnect(c, c->ud);
@@ -67,6 +82,10 @@ static void
 client_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct ipc_client *c = arg;
+	if (c->stalled) {
+		client_drop(c);
+		return;
+	}
 	for (int i = 0; i < 32; i++) {
 		IpcResponse *resp = NULL;
 		int fds[IPC_MAX_FDS];
@@ -136,13 +155,36 @@ ipc_client_free(struct ipc_client *c)
 	if (!c)
 		return;
 	c->on_disconnect = NULL;
-	if (c->ev)
-		event_free(c->ev);
-	c->ev = NULL;
-	c->fd = safe_close(c->fd);
+	client_close(c);
 	fail_all(c, -ECANCELED);
 	free(c->name);
 	free(c);
+}
+
+/* Drop the link from the loop, not from inside a call: the read event, made active now, fails
+ * every pending call and tells on_disconnect the way a hang-up would. */
+static void
+client_drop_later(struct ipc_client *c)
+{
+	if (c->stalled)
+		return;
+	c->stalled = true;
+	ipc_queue_clear(&c->out);
+	if (c->wev)
+		event_del(c->wev);
+	shutdown(c->fd, SHUT_RDWR);
+	event_active(c->ev, EV_READ, 0);
+}
+
+static void
+client_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct ipc_client *c = arg;
+	int r = ipc_queue_flush(&c->out, c->fd);
+	if (r == 0)
+		event_del(c->wev);
+	else if (r < 0)
+		client_drop_later(c);
 }
 
 int
@@ -183,15 +225,30 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 {
 	if (c->fd < 0)
 		return -ENOTCONN;
+	if (c->stalled)
+		return -ECONNRESET;
 	struct pending *p = calloc(1, sizeof *p);
 	if (!p)
 		return -ENOMEM;
 	req->version = IPC_VERSION;
 	req->id = ++c->next_id;
 	req->n_fds = (uint32_t)n_fds;
-	int r = ipc_send(c->fd, &req->base, fds, n_fds);
+	/* A helper busy with a long job may leave its socket full for a moment: queue (in
+	 * order) rather than fail the call; one that leaves the queue full is not reading. */
+	int r = ipc_queue_send(&c->out, c->fd, &req->base, fds, n_fds);
+	if (r == 1) {
+		if (!c->wev)
+			c->wev = event_new(c->base, c->fd, EV_WRITE | EV_PERSIST, client_writable, c);
+		if (!c->wev || event_add(c->wev, NULL) < 0)
+			r = -ENOMEM;
+	} else if (r == -ENOBUFS)
+		log_warning("%s: the helper does not read its requests (%zu queued, %zu bytes), "
+			    "dropping the link",
+			    c->name, c->out.n, c->out.bytes);
 	if (r < 0) {
 		free(p);
+		if (r == -ENOBUFS || r == -ENOMEM)
+			client_drop_later(c);
 		return r;
 	}
 	p->id = req->id;

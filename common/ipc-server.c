@@ -1,5 +1,6 @@
 /* Server side of Warren IPC (every daemon): accept, credentials, dispatch table, replies. */
 #include "ipc-server.h"
+#include "ipc-queue.h"
 #include "log.h"
 #include "macro.h"
 
@@ -15,6 +16,9 @@ struct ipc_peer {
 	uid_t uid;
 	pid_t pid;
 	struct event *ev;
+	struct event *wev;      /* armed while out holds datagrams the socket refused */
+	struct ipc_queue out;   /* replies and events waiting for the peer to read */
+	bool dropped;           /* stopped reading or broke: freed from its read event */
 	uint64_t once_seen[4]; /* bit per handler index (up to 256 handlers) */
 	struct ipc_peer *next;
 };
@@ -40,8 +44,69 @@ peer_free(struct ipc_peer *p)
 		}
 	if (p->ev)
 		event_free(p->ev);
+	if (p->wev)
+		event_free(p->wev);
+	ipc_queue_clear(&p->out);
 	safe_close(p->fd);
 	free(p);
+}
+
+/* Stop serving a peer without freeing it here: the caller may be deep in a handler or walking
+ * the peer list. The read event, made active now, frees it from the loop (and tells
+ * on_peer_gone) the way a hang-up would. */
+static void
+peer_drop_later(struct ipc_peer *p)
+{
+	if (p->dropped)
+		return;
+	p->dropped = true;
+	ipc_queue_clear(&p->out);
+	if (p->wev)
+		event_del(p->wev);
+	shutdown(p->fd, SHUT_RDWR);
+	event_active(p->ev, EV_READ, 0);
+}
+
+static void
+peer_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct ipc_peer *p = arg;
+	int r = ipc_queue_flush(&p->out, p->fd);
+	if (r == 0)
+		event_del(p->wev);
+	else if (r < 0) {
+		log_debug("%s: pid %d went away with replies queued", p->server->cfg.name,
+			  (int)p->pid);
+		peer_drop_later(p);
+	}
+}
+
+/* Every datagram to a peer goes through here: a full socket queues it (flushed on writable) and
+ * a peer that leaves IPC_QUEUE_MAX_* unread is dropped, logged once. */
+static int
+peer_send(struct ipc_peer *p, const ProtobufCMessage *msg, const int *fds, size_t n_fds)
+{
+	if (p->dropped)
+		return -ECONNRESET;
+	int r = ipc_queue_send(&p->out, p->fd, msg, fds, n_fds);
+	if (r == 1) {
+		if (!p->wev)
+			p->wev = event_new(p->server->base, p->fd, EV_WRITE | EV_PERSIST,
+					   peer_writable, p);
+		if (!p->wev || event_add(p->wev, NULL) < 0) {
+			peer_drop_later(p);
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	if (r == -ENOBUFS) {
+		log_warning("%s: pid %d uid %u does not read its replies (%zu queued, %zu bytes), "
+			    "dropping it",
+			    p->server->cfg.name, (int)p->pid, (unsigned)p->uid, p->out.n,
+			    p->out.bytes);
+		peer_drop_later(p);
+	}
+	return r;
 }
 
 static struct ipc_peer *
@@ -62,8 +127,8 @@ ipc_call_reply(struct ipc_call *call, IpcResponse *resp, const int *fds, size_t 
 	resp->version = IPC_VERSION;
 	resp->id = call->id;
 	resp->n_fds = (uint32_t)n_fds;
-	int r = ipc_send(p->fd, &resp->base, fds, n_fds);
-	if (r < 0)
+	int r = peer_send(p, &resp->base, fds, n_fds);
+	if (r < 0 && r != -ENOBUFS && r != -ECONNRESET)
 		log_warning_errno(r, "%s: failed to reply to pid %d: %m", call->server->cfg.name,
 				  (int)p->pid);
 	return r;
@@ -122,7 +187,7 @@ peer_violation(struct ipc_peer *p, uint64_t id, int r, const char *what)
 	resp.id = id;
 	resp.error = r;
 	resp.message = (char *)what;
-	ipc_send(p->fd, &resp.base, NULL, 0);
+	peer_send(p, &resp.base, NULL, 0);
 	return true;
 }
 
@@ -176,6 +241,13 @@ static void
 peer_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct ipc_peer *p = arg;
+	if (p->dropped) {
+		struct ipc_server *s = p->server;
+		peer_free(p);
+		if (s->cfg.on_peer_gone)
+			s->cfg.on_peer_gone(s->cfg.userdata);
+		return;
+	}
 	for (int i = 0; i < 16; i++) {
 		IpcRequest *req = NULL;
 		int fds[IPC_MAX_FDS];
@@ -203,7 +275,7 @@ peer_readable(evutil_socket_t fd, short what, void *arg)
 		struct ipc_server *s = p->server;
 		peer_dispatch(p, req, fds, n_fds);
 		protobuf_c_message_free_unpacked(&req->base, NULL);
-		if (!peer_find(s, serial))
+		if (!peer_find(s, serial) || p->dropped)
 			return;
 	}
 }
@@ -307,7 +379,7 @@ ipc_server_broadcast(struct ipc_server *s, IpcResponse *event)
 	event->id = 0;
 	event->n_fds = 0;
 	for (struct ipc_peer *p = s->peers; p; p = p->next)
-		ipc_send(p->fd, &event->base, NULL, 0);
+		peer_send(p, &event->base, NULL, 0);
 }
 
 void

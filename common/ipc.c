@@ -18,16 +18,26 @@ ipc_close_fds(int *fds, size_t n)
 }
 
 int
-ipc_send(int fd, const ProtobufCMessage *msg, const int *fds, size_t n_fds)
+ipc_pack(const ProtobufCMessage *msg, uint8_t **buf, size_t *len)
 {
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	if (len > IPC_MAX_MESSAGE || n_fds > IPC_MAX_FDS)
+	size_t n = protobuf_c_message_get_packed_size(msg);
+	if (n > IPC_MAX_MESSAGE)
 		return -EMSGSIZE;
-	uint8_t *buf = malloc(len ? len : 1);
-	if (!buf)
+	uint8_t *b = malloc(n ? n : 1);
+	if (!b)
 		return -ENOMEM;
-	protobuf_c_message_pack(msg, buf);
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	protobuf_c_message_pack(msg, b);
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+int
+ipc_send_packed(int fd, const uint8_t *buf, size_t len, const int *fds, size_t n_fds)
+{
+	if (n_fds > IPC_MAX_FDS)
+		return -EMSGSIZE;
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	union {
 		char raw[CMSG_SPACE(sizeof(int) * IPC_MAX_FDS)];
 		struct cmsghdr align;
@@ -47,7 +57,20 @@ ipc_send(int fd, const ProtobufCMessage *msg, const int *fds, size_t n_fds)
 	do
 		k = sendmsg(fd, &mh, MSG_NOSIGNAL);
 	while (k < 0 && errno == EINTR);
-	int r = k < 0 ? -errno : 0;
+	return k < 0 ? -errno : 0;
+}
+
+int
+ipc_send(int fd, const ProtobufCMessage *msg, const int *fds, size_t n_fds)
+{
+	if (n_fds > IPC_MAX_FDS)
+		return -EMSGSIZE;
+	uint8_t *buf;
+	size_t len;
+	int r = ipc_pack(msg, &buf, &len);
+	if (r < 0)
+		return r;
+	r = ipc_send_packed(fd, buf, len, fds, n_fds);
 	free(buf);
 	return r;
 }

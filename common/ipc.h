@@ -14,8 +14,13 @@
 typedef Warren__V1__Request IpcRequest;
 typedef Warren__V1__Response IpcResponse;
 
-/* Pack and send one message with fds. */
+/* Pack and send one message with fds. On a non-blocking socket whose peer is not reading this
+ * returns -EAGAIN and nothing is sent: daemons go through common/ipc-queue.c instead. */
 int ipc_send(int fd, const ProtobufCMessage *msg, const int *fds, size_t n_fds);
+/* The two halves of ipc_send, for the outgoing queue: pack into a malloc'd buffer (-EMSGSIZE
+ * over the limit), and send one packed datagram. */
+int ipc_pack(const ProtobufCMessage *msg, uint8_t **buf, size_t *len);
+int ipc_send_packed(int fd, const uint8_t *buf, size_t len, const int *fds, size_t n_fds);
 /* Receive one datagram into buf. Returns its length, 0 at EOF, -EMSGSIZE for truncated data
  * or control, -errno otherwise. fds received are CLOEXEC and owned by the caller. */
 ssize_t ipc_recv_raw(int fd, uint8_t *buf, size_t size, int *fds, size_t *n_fds);

@@ -256,9 +256,16 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		log_info("Sandbox %s: image %s sealed (%llu KiB) %llu ms after the pause began",
 			 sn->id, sn->tag, (unsigned long long)(sn->size >> 10),
 			 (unsigned long long)((now_usec() - sn->t0) / 1000));
-		if (sn->fork_count)
-			fork_start(TAKE_PTR(sn->m), sn->tag, sn->fork_count);
-		else if (sn->m) {
+		if (sn->fork_count && sn->m) {
+			/* BranchSandbox: fork_start takes its own reference and, when it cannot
+			 * ask snapshotd, answers nothing (ForkTag's method answers then): answer
+			 * here, or the caller waits forever */
+			int fr = fork_start(sn->m, sn->tag, sn->fork_count);
+			if (fr < 0)
+				snap_reply_error(sn, ERR("HelperUnavailable"),
+						 "sealed, but snapshotd could not open it to fork");
+			sn->m = sd_bus_message_unref(sn->m);
+		} else if (sn->m) {
 			sd_bus_reply_method_return(sn->m, "st", sn->tag, sn->size);
 			sn->m = sd_bus_message_unref(sn->m);
 		}

@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ipc-client.h"
+#include "ipc-queue.h"
 #include "ipc-server.h"
 #include "ipc.h"
 
@@ -206,6 +208,207 @@ test_server_answers_error(void **state)
 	close(sp[0]);
 }
 
+/* Outgoing queue. A socketpair whose far end does not read: the server's events and the
+ * client's requests beyond what the socket holds used to be lost to EAGAIN. */
+#define N_KEPT 800 /* more than the socket takes, less than IPC_QUEUE_MAX_MSGS */
+
+static int peers_gone;
+static void
+count_gone(void *ud)
+{
+	peers_gone++;
+}
+
+static void
+broadcast_numbered(struct ipc_server *s, int k)
+{
+	char msg[32];
+	snprintf(msg, sizeof msg, "event %d", k);
+	IpcResponse ev = WARREN__V1__RESPONSE__INIT;
+	ev.message = msg;
+	ipc_server_broadcast(s, &ev);
+}
+
+/* Read what has arrived; check it comes in order. Returns how many were read. */
+static int
+drain_events(int fd, int *next)
+{
+	int got = 0;
+	for (;;) {
+		IpcResponse *resp = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n = 0;
+		int r = ipc_recv_response(fd, &resp, fds, &n);
+		if (r == -EAGAIN || r == -ECONNRESET)
+			return got;
+		assert_int_equal(r, 0);
+		char want[32];
+		snprintf(want, sizeof want, "event %d", *next);
+		assert_string_equal(resp->message, want);
+		(*next)++;
+		got++;
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	}
+}
+
+static void
+test_server_queues_when_full(void **state)
+{
+	struct event_base *base = event_base_new();
+	peers_gone = 0;
+	struct ipc_server_config cfg = {
+		.name = "test", .table = table, .n_table = 1, .on_peer_gone = count_gone};
+	struct ipc_server *s = ipc_server_new(base, -1, &cfg);
+	int sp[2];
+	pair(sp);
+	fcntl(sp[1], F_SETFL, O_NONBLOCK);
+	ipc_server_adopt(s, sp[1]);
+	for (int k = 0; k < N_KEPT; k++)
+		broadcast_numbered(s, k);
+	/* The socket took only part of them; the rest wait. Read, let the server flush. */
+	int next = 0;
+	for (int round = 0; round < 1000 && next < N_KEPT; round++) {
+		drain_events(sp[0], &next);
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	assert_int_equal(next, N_KEPT);
+	assert_int_equal(peers_gone, 0);
+	ipc_server_free(s);
+	event_base_free(base);
+	close(sp[0]);
+}
+
+static void
+test_server_drops_peer_that_does_not_read(void **state)
+{
+	struct event_base *base = event_base_new();
+	peers_gone = 0;
+	struct ipc_server_config cfg = {
+		.name = "test", .table = table, .n_table = 1, .on_peer_gone = count_gone};
+	struct ipc_server *s = ipc_server_new(base, -1, &cfg);
+	int sp[2], other[2];
+	pair(sp);
+	pair(other);
+	fcntl(sp[1], F_SETFL, O_NONBLOCK);
+	fcntl(other[1], F_SETFL, O_NONBLOCK);
+	ipc_server_adopt(s, sp[1]);
+	ipc_server_adopt(s, other[1]);
+	/* other reads as it goes; sp never does */
+	int next_other = 0;
+	for (int k = 0; k < 3 * IPC_QUEUE_MAX_MSGS; k++) {
+		broadcast_numbered(s, k);
+		drain_events(other[0], &next_other);
+	}
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	assert_int_equal(peers_gone, 1);
+	/* the stalled peer sees what the socket held, then end of file */
+	int next = 0;
+	drain_events(sp[0], &next);
+	assert_true(next > 0 && next < 3 * IPC_QUEUE_MAX_MSGS);
+	char c;
+	assert_int_equal(recv(sp[0], &c, 1, MSG_DONTWAIT), 0);
+	/* the reading peer lost nothing and is still served */
+	for (int round = 0; round < 100; round++) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		drain_events(other[0], &next_other);
+	}
+	assert_int_equal(next_other, 3 * IPC_QUEUE_MAX_MSGS);
+	broadcast_numbered(s, next_other);
+	assert_int_equal(drain_events(other[0], &next_other), 1);
+	ipc_server_free(s);
+	event_base_free(base);
+	close(sp[0]);
+	close(other[0]);
+}
+
+static int replies_failed, disconnects;
+static void
+reply_counted(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	if (r == -ECONNRESET)
+		replies_failed++;
+}
+static void
+client_gone(struct ipc_client *c, void *ud)
+{
+	disconnects++;
+}
+
+static void
+test_client_queues_when_full(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct ipc_client *c = ipc_client_new(base, "test", NULL, client_gone, NULL);
+	int sp[2];
+	pair(sp);
+	fcntl(sp[0], F_SETFL, O_NONBLOCK);
+	assert_int_equal(ipc_client_attach_fd(c, sp[0]), 0);
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	for (int k = 0; k < N_KEPT; k++) {
+		IpcRequest req;
+		Warren__V1__StatusRequest st;
+		status_request(&req, &st);
+		/* every tenth carries an fd: a queued one must still arrive with it */
+		assert_int_equal(ipc_client_call(c, &req, &devnull, k % 10 == 0, 0, reply_counted,
+						 NULL),
+				 0);
+	}
+	close(devnull);
+	uint64_t want = 1;
+	for (int round = 0; round < 1000 && want <= N_KEPT; round++) {
+		for (;;) {
+			IpcRequest *req = NULL;
+			int fds[IPC_MAX_FDS];
+			size_t n = 0;
+			int r = ipc_recv_request(sp[1], &req, fds, &n);
+			if (r == -EAGAIN)
+				break;
+			assert_int_equal(r, 0);
+			assert_int_equal(req->id, want);
+			assert_int_equal(n, (want - 1) % 10 == 0);
+			ipc_close_fds(fds, n);
+			want++;
+			protobuf_c_message_free_unpacked(&req->base, NULL);
+		}
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	assert_int_equal(want, N_KEPT + 1);
+	ipc_client_free(c);
+	event_base_free(base);
+	close(sp[1]);
+}
+
+static void
+test_client_drops_helper_that_does_not_read(void **state)
+{
+	struct event_base *base = event_base_new();
+	replies_failed = disconnects = 0;
+	struct ipc_client *c = ipc_client_new(base, "test", NULL, client_gone, NULL);
+	int sp[2];
+	pair(sp);
+	fcntl(sp[0], F_SETFL, O_NONBLOCK);
+	assert_int_equal(ipc_client_attach_fd(c, sp[0]), 0);
+	int accepted = 0, r = 0;
+	for (int k = 0; k < 3 * IPC_QUEUE_MAX_MSGS && r == 0; k++) {
+		IpcRequest req;
+		Warren__V1__StatusRequest st;
+		status_request(&req, &st);
+		r = ipc_client_call(c, &req, NULL, 0, 0, reply_counted, NULL);
+		if (r == 0)
+			accepted++;
+	}
+	assert_int_equal(r, -ENOBUFS);
+	assert_true(accepted >= IPC_QUEUE_MAX_MSGS);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	/* every accepted call is answered (with the hang-up), the owner told once */
+	assert_int_equal(replies_failed, accepted);
+	assert_int_equal(disconnects, 1);
+	assert_false(ipc_client_connected(c));
+	ipc_client_free(c);
+	event_base_free(base);
+	close(sp[1]);
+}
+
 int
 main(void)
 {
@@ -216,6 +419,10 @@ main(void)
 		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_server_drops_bad_peer),
 		cmocka_unit_test(test_server_answers_error),
+		cmocka_unit_test(test_server_queues_when_full),
+		cmocka_unit_test(test_server_drops_peer_that_does_not_read),
+		cmocka_unit_test(test_client_queues_when_full),
+		cmocka_unit_test(test_client_drops_helper_that_does_not_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
