@@ -1309,10 +1309,17 @@ cmd_template_import(int argc, char **argv)
 		return 2;
 	sd_bus_message_close_container(m);
 	int r = call_with_progress(m, &e, &reply, name);
+	/* The sent message still holds its copy of the pipe's read end: while it lives, tar of a
+	 * refused import blocks on a full pipe and the wait below never returns. */
+	sd_bus_message_unref(m);
 	close(fd);
 	free(src);
-	if (tar > 0)
+	if (tar > 0) {
+		/* refused or failed: nobody reads the rest of the stream, tar need not finish it */
+		if (r < 0)
+			kill(tar, SIGTERM);
 		waitpid(tar, NULL, 0);
+	}
 	if (r < 0)
 		return fail(r, &e, "template import");
 	if (json) {
