@@ -338,3 +338,19 @@ rootfs_program_check(int rootfd, const char *program, char *why, size_t why_size
 	}
 	return 0;
 }
+
+int
+rootfs_agent_mountpoint(int rootfd, const char *path)
+{
+	/* runsc's gofer makes a bind mount's missing mount point itself, in the host's view of the
+	 * tree, which is read-only here: the sandbox would die at boot ("cannot read client sync
+	 * file: EOF"). So the point must be there already, a plain file and no symlink on the way
+	 * (the gofer would follow one inside the tree, to where the agent was not meant to be). */
+	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV};
+	_cleanup_close_ int fd = (int)syscall(SYS_openat2, rootfd, path + 1, &how, sizeof how);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	return S_ISREG(st.st_mode) ? 0 : -EINVAL;
+}

@@ -25,5 +25,8 @@ int rootfs_check_tree(int rootfd, char *why, size_t why_size);
  * resolved as the sandbox would (symlinks inside its root): 0, or -ENOENT/-EACCES with why. A
  * container started by the agent would otherwise only report exit status 127. */
 int rootfs_program_check(int rootfd, const char *program, char *why, size_t why_size);
+/* The mount point of the agent's bind mount (an absolute path) is a regular file in the tree,
+ * reached without a symlink: 0, or -errno. runsc cannot make it in a read-only tree. */
+int rootfs_agent_mountpoint(int rootfd, const char *path);
 int rootfs_clone(int rootfd);
 int rootfs_attach(int tree, const char *target);

@@ -977,8 +977,17 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 		safe_close(image_fd);
 		return ipc_call_error(call, e, "template rootfs refused: %s", why);
 	}
+	/* the agent goes first where the template has its mount point (`warren-template-build`
+	 * makes it); elsewhere the program runs directly, as without --gvisor-agent */
+	bool with_agent = agent_fd >= 0;
+	if (with_agent && rootfs_agent_mountpoint(sb->rootfs_fd, OCI_SPEC_AGENT_PATH) < 0) {
+		with_agent = false;
+		log_info("Sandbox %s: template %s has no " OCI_SPEC_AGENT_PATH " file to mount the "
+			 "agent on: its program runs without the agent (no envd API)",
+			 q->id, q->rootfs);
+	}
 	/* with the agent first, runsc no longer sees the program: a missing one is named here */
-	int pr = agent_fd >= 0 && image_fd < 0 && q->n_argv
+	int pr = with_agent && image_fd < 0 && q->n_argv
 			 ? rootfs_program_check(sb->rootfs_fd, q->argv[0], why, sizeof why)
 			 : 0;
 	if (pr < 0) {
@@ -997,7 +1006,7 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 		return -ENOMEM;
 	}
 	size_t argc = 0;
-	if (agent_fd >= 0) {
+	if (with_agent) {
 		argv[argc++] = (char *)OCI_SPEC_AGENT_PATH;
 		argv[argc++] = (char *)"--";
 	}
@@ -1007,7 +1016,7 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 				.rootfs = rootfs_mnt,
 				.argv = argv,
 				.argc = argc,
-				.agent_source = agent_fd >= 0 ? agent_mnt : NULL,
+				.agent_source = with_agent ? agent_mnt : NULL,
 				.env = q->env,
 				.envc = q->n_env,
 				.cwd = q->cwd,

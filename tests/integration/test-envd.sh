@@ -25,6 +25,9 @@ CLIENT=(python3 "$SOURCE/tests/helpers/envd-client.py")
 TPL=$T/templates
 install -d -m 0755 "$TPL/web"
 cp -a /var/lib/warren/templates/web/rootfs "$TPL/web/"
+# the agent's mount point, as warren-template-build makes it (a tree built before it has none)
+install -d -m 0755 "$TPL/web/rootfs/.warren"
+install -m 0755 /dev/null "$TPL/web/rootfs/.warren/agent"
 WARREN_AGENT=$LIBEXEC/warren-agent warren-vm-image "$TPL/web" --force >"$T/vm-image.log" 2>&1 ||
 	fail "warren-vm-image: $(tail -5 "$T/vm-image.log")"
 start_bus
