@@ -258,7 +258,7 @@ forward(struct netnsd *n, struct ipc_call *call, const char *id, const int *fds,
 /* Validate a spawn or restore and forward it with netnsd's own fd for the slot (and, for a
  * restore, the supervisor's image fd, which the spawner proves before use). */
 static int
-start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q,
+validate_and_forward_spawn(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q,
 	      bool restore)
 {
 	char why[300];
@@ -346,13 +346,13 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 static int
 handle_spawn(struct ipc_call *call, void *ud)
 {
-	return start_sandbox(ud, call, call->req->spawn_sandbox, false);
+	return validate_and_forward_spawn(ud, call, call->req->spawn_sandbox, false);
 }
 
 static int
 handle_restore(struct ipc_call *call, void *ud)
 {
-	return start_sandbox(ud, call, call->req->restore_sandbox->spawn, true);
+	return validate_and_forward_spawn(ud, call, call->req->restore_sandbox->spawn, true);
 }
 
 static int

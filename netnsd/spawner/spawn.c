@@ -950,8 +950,9 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 	return IPC_DEFER;
 }
 
+/* Record the sandbox and start its runtime: runsc on the checked rootfs, or the VMM. */
 static int
-start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, int image_fd)
+launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, int image_fd)
 {
 	if (!sandbox_id_valid(q->id) || sb_find(q->id) || q->n_argv == 0)
 		return -EINVAL;
@@ -1069,7 +1070,7 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	return IPC_DEFER;
 }
 
-/* AddTemplate's check, as start_sandbox's: netnsd canonicalised the path inside the templates
+/* AddTemplate's check, as launch_runtime's: netnsd canonicalised the path inside the templates
  * dir; here it is opened beneath it and its tree checked (cached per template root). */
 static int
 handle_check_rootfs(struct ipc_call *call, void *ud)
@@ -1091,7 +1092,7 @@ handle_check_rootfs(struct ipc_call *call, void *ud)
 static int
 handle_spawn(struct ipc_call *call, void *ud)
 {
-	return start_sandbox(call, call->req->spawn_sandbox, -1);
+	return launch_runtime(call, call->req->spawn_sandbox, -1);
 }
 
 static int
@@ -1110,7 +1111,7 @@ handle_restore(struct ipc_call *call, void *ud)
 		log_warning("Restore of %s refused: %s", q->spawn->id, why);
 		return ipc_call_error(call, r, "%s", why);
 	}
-	r = start_sandbox(call, q->spawn, img.fd);
+	r = launch_runtime(call, q->spawn, img.fd);
 	if (r < 0)
 		safe_close(img.fd);
 	return r;
