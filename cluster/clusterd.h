@@ -108,5 +108,5 @@ bool cluster_input_addr_ok(const char *s);
 int cluster_input_create(const char *body, size_t len, char *template, size_t tlen, char *rid,
 			 size_t rlen);
 
-/* clusterd-sandbox.c */
+/* clusterd-lockdown.c */
 extern const struct seccomp_policy clusterd_seccomp;

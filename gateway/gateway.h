@@ -118,5 +118,5 @@ extern const unsigned gateway_n_handlers;
 /* gateway-events.c: events to the supervisor (RouteReady, RouteIdle, ThawNeeded) */
 void gateway_emit(struct gateway *g, int kind, const char *id);
 
-/* gateway-sandbox.c */
+/* gateway-lockdown.c */
 extern const struct seccomp_policy gateway_seccomp;

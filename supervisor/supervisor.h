@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "backend.h"
 #include "daemon.h"
 #include "ipc-client.h"
 #include "names.h"
@@ -59,7 +60,7 @@ struct sandbox {
 	bool standby; /* restored ahead for a warm create: invisible until a create takes it */
 	char path[80];
 	char template_name[33];
-	char backend[16];
+	enum backend backend;
 	enum sandbox_state state;
 	char reason[256];
 	char address[16];
@@ -232,5 +233,5 @@ int bus_attach_event(sd_bus *bus, struct event_base *base);
  * stderr is the journal) */
 void journal_init(bool force);
 
-/* supervisor-sandbox.c */
+/* supervisor-lockdown.c */
 extern const struct seccomp_policy supervisor_seccomp;

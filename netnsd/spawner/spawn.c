@@ -12,6 +12,7 @@
  * it, uses only its own fd of it afterwards, and hands the files it wrote to snapshotd's uid.
  * `runsc exec` writes into pipes the spawner drains into memfds of at most EXEC_OUTPUT_MAX
  * bytes per stream, as the microVM agent's output is bounded (microvm.c). */
+#include "backend.h"
 #include "spawn.h"
 #include "adopt.h"
 #include "cgroup.h"
@@ -25,7 +26,7 @@
 #include "names.h"
 #include "oci-spec.h"
 #include "rootfs.h"
-#include "spawner-sandbox.h"
+#include "spawner-lockdown.h"
 
 #include <event2/event.h>
 #include <fcntl.h>
@@ -949,8 +950,9 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 	return IPC_DEFER;
 }
 
+/* Record the sandbox and start its runtime: runsc on the checked rootfs, or the VMM. */
 static int
-start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, int image_fd)
+launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, int image_fd)
 {
 	if (!sandbox_id_valid(q->id) || sb_find(q->id) || q->n_argv == 0)
 		return -EINVAL;
@@ -965,7 +967,7 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	snprintf(sb->cgroup, sizeof sb->cgroup, "%s/%s", cfg->cgroup_parent, q->id);
 	sb->next = sandboxes;
 	sandboxes = sb;
-	if (!strcmp(q->backend, "microvm"))
+	if (q->backend == (int)BACKEND_MICROVM)
 		return start_vm(call, sb, q, image_fd);
 	/* runsc gets the tree checked here, by fd: never the path, which could change under it */
 	char why[600];
@@ -1077,7 +1079,7 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	return IPC_DEFER;
 }
 
-/* AddTemplate's check, as start_sandbox's: netnsd canonicalised the path inside the templates
+/* AddTemplate's check, as launch_runtime's: netnsd canonicalised the path inside the templates
  * dir; here it is opened beneath it and its tree checked (cached per template root). */
 static int
 handle_check_rootfs(struct ipc_call *call, void *ud)
@@ -1099,26 +1101,26 @@ handle_check_rootfs(struct ipc_call *call, void *ud)
 static int
 handle_spawn(struct ipc_call *call, void *ud)
 {
-	return start_sandbox(call, call->req->spawn_sandbox, -1);
+	return launch_runtime(call, call->req->spawn_sandbox, -1);
 }
 
 static int
 handle_restore(struct ipc_call *call, void *ud)
 {
 	const Warren__V1__RestoreSandboxRequest *q = call->req->restore_sandbox;
-	if (!q->spawn || !q->spawn->backend)
+	if (!q->spawn || !backend_valid(q->spawn->backend))
 		return -EINVAL;
 	/* runsc or the VMM reads the image as root: only a sealed image of snapshotd's store or
 	 * cache, opened here beneath it, is used; the fd that came is closed unused */
 	struct image_proof img;
 	char why[400];
 	int r = image_proof_open(&cfg->images, call->fds[1], IMAGE_PROOF_RESTORE,
-				 !strcmp(q->spawn->backend, "microvm"), &img, why, sizeof why);
+				 q->spawn->backend == (int)BACKEND_MICROVM, &img, why, sizeof why);
 	if (r < 0) {
 		log_warning("Restore of %s refused: %s", q->spawn->id, why);
 		return ipc_call_error(call, r, "%s", why);
 	}
-	r = start_sandbox(call, q->spawn, img.fd);
+	r = launch_runtime(call, q->spawn, img.fd);
 	if (r < 0)
 		safe_close(img.fd);
 	return r;
@@ -1255,7 +1257,7 @@ vm_exec(struct sb *sb, void *arg, int out_fd, int err_fd)
 	 * capability, once the channel (root's socket) is open */
 	int fd = microvm_agent_open(sb->bundle);
 	if (fd >= 0 && cfg->vm->vm_user) {
-		int r = spawner_sandbox_drop_step(cfg->vm->vm_user);
+		int r = spawner_lockdown_drop_step(cfg->vm->vm_user);
 		if (r < 0) {
 			dprintf(err_fd, "warren: cannot drop privileges: %s\n", strerror(-r));
 			return 255;
@@ -1629,7 +1631,7 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 	if (templates_fd < 0)
 		log_error_errno(templates_fd, "Templates dir %s (root's, writable by root only?): %m; "
 				"gVisor sandboxes are refused", cfg->templates_dir);
-	if (spawner_sandbox_apply() < 0)
+	if (spawner_lockdown_apply() < 0)
 		_exit(1); /* netnsd sees the link close and exits: never run with more */
 	base = event_base_new();
 	struct ipc_server_config sc = {.name = "netnsd-spawner",

@@ -1,5 +1,5 @@
 /* The qemu VMM driver: `qemu-system-x86_64 -M microvm` driven over QMP (never HMP: its
- * migrate waits about a second). Measured on QEMU 7.2 under TCG (../shared/FACTS.md):
+ * migrate waits about a second). Measured on QEMU 7.2 under TCG (no KVM on the CI hosts):
  * PIT/PIC/RTC stay on and the guest gets tsc_early_khz= (the core's command line), or TSC
  * calibration fails now and then and the guest hangs; snapshots keep the RAM out of the
  * migration stream (x-ignore-shared) because the RAM is a file; 7.2 has no file: migration

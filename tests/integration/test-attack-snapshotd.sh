@@ -55,7 +55,7 @@ dropped "CommitImage of one tag's directory as another tag" snap-commit "$temp" 
 dropped "CommitImage climbing out through the temporary name" snap-commit "../outside" victim2
 dropped "CommitImage with a parent that is not a sandbox id" snap-commit "$temp" victim2 ../../etc/pa
 dropped "CommitImage with a bad template" snap-commit "$temp" victim2 0123456789ab ../web
-dropped "CommitImage with an unknown backend" snap-commit "$temp" victim2 0123456789ab web qemu
+dropped "CommitImage with a backend outside the enum" snap-commit "$temp" victim2 0123456789ab web 99
 # fds: no snapshotd request takes one; neither count nor type gets through
 dropped "OpenImage carrying one /dev/null fd" snap-fds 1 dev good
 dropped "OpenImage carrying two directory fds" snap-fds 2 dir good
@@ -65,7 +65,7 @@ dropped "a 60000-byte tag" snap-big tag 60000
 dropped "a 60000-byte temporary name" snap-big temp 60000
 dropped "a 4000-byte parent" snap-big parent 4000
 dropped "a 4000-byte template" snap-big template 4000
-dropped "a 4000-byte backend" snap-big backend 4000
+dropped "a backend numbered 2^31-1 (no longer a string: the largest enum number)" snap-big backend 4000
 dropped "a 4000-byte zswap compressor" snap-big compressor 4000
 expect "the aborted attack left its prepared directory to be cleaned" test -d "$T/images/$temp"
 out=$(pw snap-abort "$temp" || true)

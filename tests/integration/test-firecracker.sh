@@ -1,7 +1,7 @@
 #!/bin/bash
 # The microVM backend through the firecracker driver, for real: runs only where a `firecracker`
 # binary and a usable /dev/kvm exist (set WARREN_FIRECRACKER to the binary), and says it skipped
-# otherwise (this project's CI machines have neither: ../shared/FACTS.md). The driver's requests
+# otherwise (this project's CI machines have neither: no KVM, no firecracker binary). The driver's requests
 # are checked against Firecracker's documented API on every run (unit-vmm-firecracker), and the
 # network it needs (a tap in the slot + NAT) through QEMU (test-microvm-tap.sh).
 # Here: a cold web VM from --config-file, the VMM as warren-vm in the slot's namespace and

@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 warren_start
 mgr AddTemplate ssasqta{sv} -- vmwarm /var/lib/warren/templates/web/rootfs 7 /bin/busybox httpd -f -p 8080 -h /www 8080 67108864 2 warm b true standby u 1
 vmms() { pgrep -f "^/usr/bin/qemu-system-x86_64.*$T/netnsd/bundles/" | sort; }
-vm_create() { # TCG boots hang now and then (../shared/FACTS.md): one retry
+vm_create() { # TCG boots (no KVM on the CI hosts) hang now and then: one retry
 	local out
 	for attempt in 1 2; do
 		out=$(mgr CreateSandbox sa{sv} vmwarm 3 wait b true backend s microvm start_timeout_ms u 60000 2>&1) &&

@@ -17,7 +17,7 @@ warren_start
 backends=$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager Backends)
 expect "netnsd serves the microVM backend ($backends)" grep -q '"microvm"' <<<"$backends"
 
-# TCG boots hang now and then (../shared/FACTS.md): the test allows one retry.
+# TCG boots (no KVM on the CI hosts) hang now and then: the test allows one retry.
 vm_create() {
 	local out id
 	for attempt in 1 2; do
