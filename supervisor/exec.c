@@ -13,6 +13,7 @@
 #include "exec.h"
 #include "dbus-input.h"
 #include "log.h"
+#include "netnsd-client.h"
 #include "macro.h"
 #include "supervisor.h"
 
@@ -134,7 +135,7 @@ exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
 	struct exec_ctx *c = ud;
 	int e = resp && resp->error ? resp->error : r;
-	const char *msg = resp && resp->message && resp->message[0] ? resp->message : strerror(-e);
+	const char *msg = helper_message(resp, strerror(-e));
 	if (e == -ETIMEDOUT && resp && resp->error) {
 		char why[160];
 		snprintf(why, sizeof why, "%u ms", c->timeout_ms);
@@ -199,12 +200,9 @@ exec_start(struct sandbox *sb, sd_bus_message *m, char **argv, uint32_t timeout_
 		;
 	q.argv = argv;
 	q.timeout_ms = timeout_ms;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_EXEC;
-	req.exec = &q;
 	/* netnsd and the spawner answer a timed-out exec themselves; this bound is for a lost link
 	 */
-	int r = helper_call(HELPER_NETNSD, &req, NULL, 0, timeout_ms + 30000, exec_done, c);
+	int r = netnsd_client_exec(&q, timeout_ms + 30000, exec_done, c);
 	if (r < 0) {
 		sd_bus_message_unref(c->m);
 		free(c);

@@ -73,7 +73,8 @@ helper_connect(evutil_socket_t fd, short what, void *arg)
 	int r = ipc_client_connect(h->client, h->socket, h->uid);
 	if (r < 0) {
 		if (!h->warned)
-			log_warning_errno(r, "Cannot connect to %s at %s (%m); retrying every 200 ms",
+			log_warning_errno(r,
+					  "Cannot connect to %s at %s (%m); retrying every 200 ms",
 					  h->name, h->socket);
 		h->warned = true;
 		struct timeval tv = {0, 200000};
@@ -119,4 +120,12 @@ helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned t
 	if (!c)
 		return -ENOTCONN;
 	return ipc_client_call(c, req, fds, n_fds, timeout_ms, cb, ud);
+}
+
+/* A helper's reply's message when it gave one, else fallback (often strerror of the error):
+ * the one place the supervisor decides what to say about a helper's refusal. */
+const char *
+helper_message(const IpcResponse *resp, const char *fallback)
+{
+	return resp && resp->message && resp->message[0] ? resp->message : fallback;
 }

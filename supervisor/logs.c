@@ -11,6 +11,7 @@
 #include "dbus-input.h"
 #include "fileio.h"
 #include "log.h"
+#include "netnsd-client.h"
 #include "macro.h"
 #include "supervisor.h"
 
@@ -110,8 +111,7 @@ open_logs_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		else
 			sd_bus_error_setf(&e, ERR("LogsUnavailable"), "Logs of sandbox %s: %s",
 					  c->id,
-					  resp && resp->message && resp->message[0] ? resp->message
-										    : strerror(-r));
+					  helper_message(resp, strerror(-r)));
 		sd_bus_reply_method_error(c->m, &e);
 		sd_bus_error_free(&e);
 	}
@@ -171,10 +171,7 @@ method_open_logs(sd_bus_message *m, void *ud, sd_bus_error *err)
 	Warren__V1__OpenLogsRequest q = WARREN__V1__OPEN_LOGS_REQUEST__INIT;
 	q.id = sb->id;
 	q.follow = follow;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_LOGS;
-	req.open_logs = &q;
-	r = helper_call(HELPER_NETNSD, &req, NULL, 0, 10000, open_logs_done, c);
+	r = netnsd_client_open_logs(&q, 10000, open_logs_done, c);
 	if (r < 0) {
 		sd_bus_message_unref(c->m);
 		free(c);

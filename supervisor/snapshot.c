@@ -8,6 +8,8 @@
 #include "fault.h"
 #include "clock.h"
 #include "log.h"
+#include "netnsd-client.h"
+#include "snapshotd-client.h"
 #include "macro.h"
 #include "dbus-input.h"
 #include "exec.h"
@@ -33,10 +35,7 @@ image_open_call(const char *tag, unsigned timeout_ms, ipc_reply_fn cb, void *ud)
 {
 	Warren__V1__OpenImageRequest q = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
 	q.tag = (char *)tag;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
-	req.open_image = &q;
-	return helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, timeout_ms, cb, ud);
+	return snapshotd_client_open_image(&q, timeout_ms, cb, ud);
 }
 
 int
@@ -44,10 +43,7 @@ image_remove_call(const char *tag, ipc_reply_fn cb, void *ud)
 {
 	Warren__V1__RemoveImageRequest q = WARREN__V1__REMOVE_IMAGE_REQUEST__INIT;
 	q.tag = (char *)tag;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMAGE;
-	req.remove_image = &q;
-	return helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, cb, ud);
+	return snapshotd_client_remove_image(&q, 60000, cb, ud);
 }
 
 /* ---- fork jobs: count children from one image ---- */
@@ -113,7 +109,7 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_OPEN_IMAGE || n_fds != 1) {
 		ipc_close_fds(fds, n_fds);
 		snprintf(j->error, sizeof j->error, "%s",
-			 resp && resp->message ? resp->message : strerror(-r));
+			 helper_message(resp, strerror(-r)));
 		fork_job_finish(j);
 		return;
 	}
@@ -224,7 +220,7 @@ parent_restore_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds,
 	}
 	if (r < 0 || n_fds != 1) {
 		ipc_close_fds(fds, n_fds);
-		sandbox_restore_failed(sb, resp && resp->message ? resp->message : strerror(-r));
+		sandbox_restore_failed(sb, helper_message(resp, strerror(-r)));
 		snap_free(sn);
 		return;
 	}
@@ -263,7 +259,7 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		}
 	} else
 		snap_reply_error(sn, ERR("SnapshotFailed"),
-				 resp && resp->message ? resp->message : strerror(-r));
+				 helper_message(resp, strerror(-r)));
 	if (sn->discard_parent) {
 		if (sb) {
 			sb->warmer = false;
@@ -281,15 +277,12 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	 * from the image just written. */
 	Warren__V1__DestroySandboxRequest q = WARREN__V1__DESTROY_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX;
-	req.destroy_sandbox = &q;
 	if (r < 0) {
 		sandbox_restore_failed(sb, "its image could not be sealed");
 		snap_free(sn);
 		return;
 	}
-	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 60000, old_runtime_gone, sn) < 0)
+	if (netnsd_client_destroy_sandbox(&q, 60000, old_runtime_gone, sn) < 0)
 		old_runtime_gone(NULL, -ENOTCONN, NULL, 0, sn);
 }
 
@@ -302,13 +295,10 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 	if (r < 0) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "checkpoint failed: %s",
-			 resp && resp->message ? resp->message : strerror(-r));
+			 helper_message(resp, strerror(-r)));
 		Warren__V1__AbortImageRequest q = WARREN__V1__ABORT_IMAGE_REQUEST__INIT;
 		q.temp_name = sn->temp;
-		IpcRequest req = WARREN__V1__REQUEST__INIT;
-		req.body_case = WARREN__V1__REQUEST__BODY_ABORT_IMAGE;
-		req.abort_image = &q;
-		helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, ipc_ignore_reply, NULL);
+		snapshotd_client_abort_image(&q, 10000, ipc_ignore_reply, NULL);
 		snap_reply_error(sn, ERR("SnapshotFailed"), msg);
 		/* a failed checkpoint kills the container in this runsc; a microVM resumes */
 		if (sb && !strcmp(sb->backend, "microvm"))
@@ -333,10 +323,7 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 	q.parent = sn->id;
 	q.template_name = sb ? sb->template_name : "";
 	q.backend = sb ? sb->backend : "";
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
-	req.commit_image = &q;
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 120000, commit_done, sn) < 0)
+	if (snapshotd_client_commit_image(&q, 120000, commit_done, sn) < 0)
 		commit_done(NULL, -ENOTCONN, NULL, 0, sn);
 }
 
@@ -348,7 +335,7 @@ prepare_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r < 0 || !resp || n_fds != 1 || !sb) {
 		ipc_close_fds(fds, n_fds);
 		snap_reply_error(sn, r == -EEXIST ? ERR("TagExists") : ERR("SnapshotFailed"),
-				 resp && resp->message ? resp->message : strerror(-r));
+				 helper_message(resp, strerror(-r)));
 		if (sb)
 			sandbox_snapshot_aborted(sb);
 		snap_free(sn);
@@ -357,12 +344,9 @@ prepare_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	snprintf(sn->temp, sizeof sn->temp, "%s", resp->prepare_image->temp_name);
 	Warren__V1__CheckpointSandboxRequest q = WARREN__V1__CHECKPOINT_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX;
-	req.checkpoint_sandbox = &q;
 	sn->t0 = now_usec();
 	progress("snapshot", sn->tag, "checkpointing", 1, 3);
-	r = helper_call(HELPER_NETNSD, &req, fds, 1, 120000, checkpoint_done, sn);
+	r = netnsd_client_checkpoint_sandbox(&q, fds, 1, 120000, checkpoint_done, sn);
 	close(fds[0]);
 	if (r < 0)
 		checkpoint_done(NULL, r, NULL, 0, sn);
@@ -398,10 +382,7 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	Warren__V1__PrepareImageRequest q = WARREN__V1__PREPARE_IMAGE_REQUEST__INIT;
 	q.tag = (char *)tag;
 	q.sandbox_id = sb->id; /* snapshotd refuses at once when the store has no room */
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_PREPARE_IMAGE;
-	req.prepare_image = &q;
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, prepare_done, sn) < 0) {
+	if (snapshotd_client_prepare_image(&q, 10000, prepare_done, sn) < 0) {
 		sandbox_snapshot_aborted(sb);
 		snap_free(sn);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
@@ -457,7 +438,7 @@ list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_LIST_IMAGES) {
 		sd_bus_error e = SD_BUS_ERROR_NULL;
 		sd_bus_error_setf(&e, ERR("HelperUnavailable"), "snapshotd: %s",
-				  resp && resp->message ? resp->message : strerror(-r));
+				  helper_message(resp, strerror(-r)));
 		sd_bus_reply_method_error(m, &e);
 		sd_bus_error_free(&e);
 	} else {
@@ -483,11 +464,8 @@ method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (rc_ < 0)
 		return rc_;
 	Warren__V1__ListImagesRequest q = WARREN__V1__LIST_IMAGES_REQUEST__INIT;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_LIST_IMAGES;
-	req.list_images = &q;
 	sd_bus_message_ref(m);
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, list_tags_done, m) < 0) {
+	if (snapshotd_client_list_images(&q, 10000, list_tags_done, m) < 0) {
 		sd_bus_message_unref(m);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
 	}
@@ -502,7 +480,7 @@ remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 	if (r < 0) {
 		sd_bus_error e = SD_BUS_ERROR_NULL;
 		sd_bus_error_setf(&e, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"), "%s",
-				  resp && resp->message ? resp->message : strerror(-r));
+				  helper_message(resp, strerror(-r)));
 		sd_bus_reply_method_error(m, &e);
 		sd_bus_error_free(&e);
 	} else

@@ -122,6 +122,7 @@ void helpers_init(struct supervisor *s);
 struct ipc_client *helper(int which); /* NULL when not connected */
 int helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
 		ipc_reply_fn cb, void *ud);
+const char *helper_message(const IpcResponse *resp, const char *fallback);
 
 /* templates.c */
 int templates_load(struct supervisor *s);

@@ -5,6 +5,7 @@
  * with the same code (netnsd/spawner/rootfs.c). The spawner checks again at every create (the
  * tree may change after AddTemplate; its cache notices). */
 #include "log.h"
+#include "netnsd-client.h"
 #include "supervisor.h"
 
 #include <errno.h>
@@ -22,8 +23,7 @@ rootfs_checked(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	struct check_ctx *c = ud;
 	ipc_close_fds(fds, n_fds);
 	if (r < 0) {
-		const char *why = resp && resp->message && resp->message[0] ? resp->message
-									 : strerror(-r);
+		const char *why = helper_message(resp, strerror(-r));
 		log_warning("Template %s refused: %s", c->t->name, why);
 		sd_bus_reply_method_errorf(c->m, r == -ENOTCONN || r == -ETIMEDOUT
 							 ? ERR("HelperUnavailable")
@@ -56,13 +56,10 @@ template_add_checked(struct supervisor *s, struct template *t, sd_bus_message *m
 		return -ENOMEM;
 	Warren__V1__CheckRootfsRequest q = WARREN__V1__CHECK_ROOTFS_REQUEST__INIT;
 	q.rootfs = t->rootfs;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_CHECK_ROOTFS;
-	req.check_rootfs = &q;
 	c->t = t;
 	c->m = sd_bus_message_ref(m);
 	/* a big tree is walked once (then cached by the spawner): up to two minutes */
-	r = helper_call(HELPER_NETNSD, &req, NULL, 0, 120000, rootfs_checked, c);
+	r = netnsd_client_check_rootfs(&q, 120000, rootfs_checked, c);
 	if (r < 0) {
 		sd_bus_message_unref(c->m);
 		free(c);

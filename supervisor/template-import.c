@@ -79,7 +79,7 @@ removed_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	ipc_close_fds(fds, n_fds);
 	if (r < 0)
 		log_warning_errno(r, "Imported tree %s stays: %s", (char *)ud,
-				  resp && resp->message ? resp->message : "%m");
+				  helper_message(resp, "%m"));
 	free(ud);
 }
 
@@ -155,8 +155,7 @@ import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		: NULL;
 	if (r < 0 || !res) {
 		sd_bus_error_setf(&err, ERR("ImportFailed"), "Importing %s failed: %s", t->name,
-				  resp && resp->message && resp->message[0] ? resp->message
-									    : strerror(r < 0 ? -r : EIO));
+				  helper_message(resp, strerror(r < 0 ? -r : EIO)));
 		goto out;
 	}
 	bool tree_ours = true;
