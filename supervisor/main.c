@@ -1,6 +1,7 @@
 /* warren-supervisor: the unprivileged owner of the D-Bus API (org.warren.Warren1) and of the
  * sandbox state. Loads templates and saved sandboxes, connects to its helpers, takes the bus
  * name, locks itself down (no capabilities, seccomp) and runs. */
+#include "bus-errors.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -164,6 +165,8 @@ main(int argc, char **argv)
 	s.dc.base = event_base_new();
 	templates_load(&s);
 	sandboxes_load(&s);
+	if ((r = bus_errors_init()) < 0)
+		return log_error_errno(r, "D-Bus error map: %m"), 1;
 	if ((r = manager_dbus_init(&s)) < 0 || (r = sandbox_dbus_init(&s)) < 0)
 		return log_error_errno(r, "D-Bus objects: %m"), 1;
 	r = sd_bus_request_name(s.bus, BUS_NAME, 0);

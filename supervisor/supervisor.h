@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "bus-errors.h"
 #include "daemon.h"
 #include "ipc-client.h"
 #include "names.h"
@@ -14,7 +15,6 @@
 #define MANAGER_IFACE "org.warren.Warren1.Manager"
 #define SANDBOX_PREFIX "/org/warren/Warren1/sandbox"
 #define SANDBOX_IFACE "org.warren.Warren1.Sandbox"
-#define ERR(x) "org.warren.Warren1.Error." x
 
 struct template {
 	char name[33];
@@ -223,7 +223,6 @@ int sandbox_dbus_init(struct supervisor *s);
 void sandbox_dbus_emit_new(struct sandbox *sb, bool added);
 void sandbox_dbus_emit_state(struct sandbox *sb);
 const char *sandbox_dbus_cgroup_parent(void); /* where netnsd puts sandbox cgroups */
-int bus_errno_to_error(int r, sd_bus_error *err, const char *fmt, ...);
 
 /* bus-event.c */
 int bus_attach_event(sd_bus *bus, struct event_base *base);
