@@ -63,22 +63,18 @@ reclaim_after_freeze(struct sandbox *sb)
 static void
 setup_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
-	sd_bus_message *m = ud;
+	struct operation *op = ud;
 	ipc_close_fds(fds, n_fds);
 	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_SETUP_RECLAIM) {
 		const Warren__V1__SetupReclaimResponse *o = resp->setup_reclaim;
-		sd_bus_reply_method_return(m, "tbtts", o->swap_bytes, o->zswap_enabled,
+		operation_return(&op, "tbtts", o->swap_bytes, o->zswap_enabled,
 					   o->zswap_pool_bytes, o->zswapped_bytes, o->compressor);
 		sd_bus_emit_properties_changed(sup->bus, MANAGER_PATH, MANAGER_IFACE, "SwapBytes",
 					       "ZswapEnabled", NULL);
 	} else {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_error_setf(&e, ERR("ReclaimSetupFailed"), "%s",
-				  helper_message(resp, strerror(-r)));
-		sd_bus_reply_method_error(m, &e);
-		sd_bus_error_free(&e);
+		operation_error(&op, ERR("ReclaimSetupFailed"), "%s",
+				helper_message(resp, strerror(-r)));
 	}
-	sd_bus_message_unref(m);
 }
 
 int
@@ -91,11 +87,13 @@ reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_bytes,
 	q.compressor = (char *)compressor;
 	q.max_pool_percent = max_pool_percent;
 	q.undo = undo;
-	sd_bus_message_ref(m);
+	struct operation *op = operation_new(m);
+	if (!op)
+		return -ENOMEM;
 	/* writing the swap file takes a few seconds */
-	int r = snapshotd_client_setup_reclaim(&q, 120000, setup_done, m);
+	int r = snapshotd_client_setup_reclaim(&q, 120000, setup_done, op);
 	if (r < 0) {
-		sd_bus_message_unref(m);
+		operation_cancel(&op);
 		return r;
 	}
 	return 1;

@@ -718,7 +718,7 @@ sandbox_on_event(const IpcResponse *ev)
 struct freeze_ctx {
 	char id[SANDBOX_ID_LEN + 1];
 	bool freeze;
-	sd_bus_message *m;
+	struct operation *op; /* Freeze/Thaw on D-Bus; NULL: the gateway asked */
 };
 
 static void
@@ -733,19 +733,11 @@ freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		if (f->freeze)
 			reclaim_after_freeze(sb);
 	}
-	if (f->m) {
-		if (r == 0)
-			sd_bus_reply_method_return(f->m, "");
-		else {
-			sd_bus_error e = SD_BUS_ERROR_NULL;
-			sd_bus_error_setf(&e, ERR("BadState"), "%s failed: %s",
-					  f->freeze ? "Freeze" : "Thaw",
-					  helper_message(resp, strerror(-r)));
-			sd_bus_reply_method_error(f->m, &e);
-			sd_bus_error_free(&e);
-		}
-		sd_bus_message_unref(f->m);
-	}
+	if (r == 0)
+		operation_return(&f->op, "");
+	else
+		operation_error(&f->op, ERR("BadState"), "%s failed: %s",
+				f->freeze ? "Freeze" : "Thaw", helper_message(resp, strerror(-r)));
 	free(f);
 }
 
@@ -764,7 +756,7 @@ freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m)
 	struct freeze_ctx *f = calloc(1, sizeof *f);
 	snprintf(f->id, sizeof f->id, "%s", sb->id);
 	f->freeze = freeze;
-	f->m = m ? sd_bus_message_ref(m) : NULL;
+	f->op = operation_new(m);
 	Warren__V1__FreezeSandboxRequest q = WARREN__V1__FREEZE_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
 	q.freeze = freeze;

@@ -49,7 +49,7 @@ image_remove_call(const char *tag, ipc_reply_fn cb, void *ud)
 /* ---- fork jobs: count children from one image ---- */
 
 struct fork_job {
-	sd_bus_message *m;
+	struct operation *op; /* ForkTag or BranchSandbox; NULL: nobody waits */
 	char tag[33];
 	unsigned pending, count;
 	char **ids;
@@ -62,23 +62,20 @@ struct fork_job {
 static void
 fork_job_finish(struct fork_job *j)
 {
-	if (j->m) {
+	if (j->op) {
 		if (j->n_ids == 0) {
-			sd_bus_error e = SD_BUS_ERROR_NULL;
-			sd_bus_error_setf(&e, ERR("SpawnFailed"), "No child of %s started: %s", j->tag,
-					  j->error);
-			sd_bus_reply_method_error(j->m, &e);
-			sd_bus_error_free(&e);
+			operation_error(&j->op, ERR("SpawnFailed"), "No child of %s started: %s",
+					j->tag, j->error);
 		} else {
 			j->ids[j->n_ids] = NULL;
 			metrics_fork_done(j->t0);
 			sd_bus_message *reply = NULL;
-			if (sd_bus_message_new_method_return(j->m, &reply) >= 0 &&
+			if (operation_new_return(j->op, &reply) >= 0 &&
 			    sd_bus_message_append_strv(reply, j->ids) >= 0)
-				sd_bus_send(NULL, reply, NULL);
+				operation_send(&j->op, reply);
 			sd_bus_message_unref(reply);
 		}
-		sd_bus_message_unref(j->m);
+		operation_cancel(&j->op); /* the answer could not be built or sent */
 	}
 	for (unsigned i = 0; i < j->n_ids; i++)
 		free(j->ids[i]);
@@ -93,7 +90,7 @@ fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *err
 {
 	if (ok) {
 		j->ids[j->n_ids++] = strdup(id);
-		logs_owner_set(id, j->m);
+		logs_owner_set(id, operation_message(j->op));
 	}
 	else if (error)
 		snprintf(j->error, sizeof j->error, "%s", error);
@@ -136,10 +133,10 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 }
 
 static int
-fork_start(sd_bus_message *m, const char *tag, unsigned count)
+fork_start(struct operation *op, const char *tag, unsigned count)
 {
 	struct fork_job *j = calloc(1, sizeof *j);
-	j->m = m ? sd_bus_message_ref(m) : NULL;
+	j->op = op; /* taken */
 	snprintf(j->tag, sizeof j->tag, "%s", tag);
 	j->count = count;
 	j->ids = calloc(count + 1, sizeof *j->ids);
@@ -147,7 +144,7 @@ fork_start(sd_bus_message *m, const char *tag, unsigned count)
 	j->t0 = now_usec();
 	int r = image_open_call(tag, 60000, fork_open_done, j);
 	if (r < 0) {
-		j->m = sd_bus_message_unref(j->m);
+		operation_cancel(&j->op); /* the caller answers */
 		fork_job_finish(j);
 	}
 	return r;
@@ -169,7 +166,7 @@ method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return r;
 	if (count < 1 || count > 200)
 		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
-	r = fork_start(m, tag, count);
+	r = fork_start(operation_new(m), tag, count);
 	if (r < 0)
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));
 	return 1;
@@ -181,7 +178,7 @@ struct snap {
 	char id[SANDBOX_ID_LEN + 1];
 	char tag[33];
 	char temp[128];
-	sd_bus_message *m;
+	struct operation *op; /* NULL: a warm template's image, nobody waits */
 	unsigned fork_count; /* BranchSandbox: children to fork once the image is sealed */
 	bool discard_parent; /* a warm template's image: the parent is not restored */
 	bool still_running;  /* a microVM resumed in place: nothing to restore */
@@ -192,19 +189,13 @@ struct snap {
 static void
 snap_reply_error(struct snap *sn, const char *name, const char *msg)
 {
-	if (sn->m) {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_error_setf(&e, name, "Snapshot %s: %s", sn->tag, msg);
-		sd_bus_reply_method_error(sn->m, &e);
-		sd_bus_error_free(&e);
-		sn->m = sd_bus_message_unref(sn->m);
-	}
+	operation_error(&sn->op, name, "Snapshot %s: %s", sn->tag, msg);
 }
 
 static void
 snap_free(struct snap *sn)
 {
-	sd_bus_message_unref(sn->m);
+	operation_cancel(&sn->op);
 	free(sn);
 }
 
@@ -252,11 +243,9 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 			 sn->id, sn->tag, (unsigned long long)(sn->size >> 10),
 			 (unsigned long long)((now_usec() - sn->t0) / 1000));
 		if (sn->fork_count)
-			fork_start(TAKE_PTR(sn->m), sn->tag, sn->fork_count);
-		else if (sn->m) {
-			sd_bus_reply_method_return(sn->m, "st", sn->tag, sn->size);
-			sn->m = sd_bus_message_unref(sn->m);
-		}
+			fork_start(TAKE_PTR(sn->op), sn->tag, sn->fork_count);
+		else
+			operation_return(&sn->op, "st", sn->tag, sn->size);
 	} else
 		snap_reply_error(sn, ERR("SnapshotFailed"),
 				 helper_message(resp, strerror(-r)));
@@ -375,7 +364,7 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	struct snap *sn = calloc(1, sizeof *sn);
 	snprintf(sn->id, sizeof sn->id, "%s", sb->id);
 	snprintf(sn->tag, sizeof sn->tag, "%s", tag);
-	sn->m = sd_bus_message_ref(m);
+	sn->op = operation_new(m);
 	sn->fork_count = fork_count;
 	sn->discard_parent = discard_parent;
 	sandbox_snapshot_begin(sb);
@@ -433,17 +422,14 @@ method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 static void
 list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
-	sd_bus_message *m = ud;
+	struct operation *op = ud;
 	ipc_close_fds(fds, n_fds);
 	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_LIST_IMAGES) {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_error_setf(&e, ERR("HelperUnavailable"), "snapshotd: %s",
-				  helper_message(resp, strerror(-r)));
-		sd_bus_reply_method_error(m, &e);
-		sd_bus_error_free(&e);
+		operation_error(&op, ERR("HelperUnavailable"), "snapshotd: %s",
+				helper_message(resp, strerror(-r)));
 	} else {
 		sd_bus_message *reply = NULL;
-		sd_bus_message_new_method_return(m, &reply);
+		operation_new_return(op, &reply);
 		sd_bus_message_open_container(reply, 'a', "(sstbts)");
 		for (size_t i = 0; i < resp->list_images->n_images; i++) {
 			const Warren__V1__ImageInfo *im = resp->list_images->images[i];
@@ -451,10 +437,10 @@ list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 					      im->compressed, im->created_usec, im->parent);
 		}
 		sd_bus_message_close_container(reply);
-		sd_bus_send(NULL, reply, NULL);
+		operation_send(&op, reply);
 		sd_bus_message_unref(reply);
 	}
-	sd_bus_message_unref(m);
+	operation_cancel(&op); /* answered, or the answer could not be sent */
 }
 
 int
@@ -464,9 +450,11 @@ method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (rc_ < 0)
 		return rc_;
 	Warren__V1__ListImagesRequest q = WARREN__V1__LIST_IMAGES_REQUEST__INIT;
-	sd_bus_message_ref(m);
-	if (snapshotd_client_list_images(&q, 10000, list_tags_done, m) < 0) {
-		sd_bus_message_unref(m);
+	struct operation *op = operation_new(m);
+	if (!op)
+		return -ENOMEM;
+	if (snapshotd_client_list_images(&q, 10000, list_tags_done, op) < 0) {
+		operation_cancel(&op);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
 	}
 	return 1;
@@ -475,17 +463,13 @@ method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
 static void
 remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
-	sd_bus_message *m = ud;
+	struct operation *op = ud;
 	ipc_close_fds(fds, n_fds);
-	if (r < 0) {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_error_setf(&e, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"), "%s",
-				  helper_message(resp, strerror(-r)));
-		sd_bus_reply_method_error(m, &e);
-		sd_bus_error_free(&e);
-	} else
-		sd_bus_reply_method_return(m, "");
-	sd_bus_message_unref(m);
+	if (r < 0)
+		operation_error(&op, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"), "%s",
+				helper_message(resp, strerror(-r)));
+	else
+		operation_return(&op, "");
 }
 
 int
@@ -511,9 +495,11 @@ method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 						 "Sandbox %s is being restored from %s; try again "
 						 "once it runs",
 						 sb->id, tag);
-	sd_bus_message_ref(m);
-	if (image_remove_call(tag, remove_tag_done, m) < 0) {
-		sd_bus_message_unref(m);
+	struct operation *op = operation_new(m);
+	if (!op)
+		return -ENOMEM;
+	if (image_remove_call(tag, remove_tag_done, op) < 0) {
+		operation_cancel(&op);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
 	}
 	return 1;

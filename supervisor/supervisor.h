@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "ipc-client.h"
 #include "names.h"
+#include "operation.h"
 
 #define BUS_NAME "org.warren.Warren1"
 #define MANAGER_PATH "/org/warren/Warren1"
