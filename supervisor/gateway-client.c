@@ -3,7 +3,7 @@
  * (helper-client.c); the caller fills the request body and gets the reply in cb. -ENOTCONN while
  * the gateway is down. */
 #include "gateway-client.h"
-#include "supervisor.h"
+#include "helper-client.h"
 
 int
 gateway_client_push_metrics(Warren__V1__PushMetricsRequest *q, unsigned timeout_ms, ipc_reply_fn cb,

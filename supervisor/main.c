@@ -5,6 +5,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "notify.h"
 #include "privdrop.h"
 #include "supervisor.h"
@@ -34,6 +35,33 @@ usage(void)
 	       "  --log-journal          log to journald with SANDBOX_ID=, TEMPLATE=, BACKEND=\n"
 	       "                         (default: when stderr is the journal)\n" DAEMON_COMMON_HELP);
 }
+
+/* What the helpers' links hand up (helper-client.c sits below the features): gateway scrapes
+ * to metrics, everything else to the sandboxes; netnsd coming back re-adopts the sandboxes it
+ * still runs, the gateway coming back gets every route again. */
+static void
+helper_event(const IpcResponse *ev)
+{
+	if (ev->body_case == WARREN__V1__RESPONSE__BODY_METRICS_NEEDED) {
+		metrics_on_needed(ev->metrics_needed->seq);
+		return;
+	}
+	sandbox_on_event(ev);
+}
+
+static void
+helper_connected(int which)
+{
+	if (which == HELPER_NETNSD)
+		sandboxes_reconcile(sup);
+	else if (which == HELPER_GATEWAY)
+		sandboxes_push_routes(sup);
+}
+
+static const struct helper_hooks helper_hooks = {
+	.event = helper_event,
+	.connected = helper_connected,
+};
 
 int
 main(int argc, char **argv)
@@ -173,7 +201,7 @@ main(int argc, char **argv)
 	if (r < 0)
 		return log_error_errno(r, "Cannot own %s (D-Bus policy installed?): %m", BUS_NAME), 1;
 	bus_attach_event(s.bus, s.dc.base);
-	helpers_init(&s);
+	helpers_init(s.dc.base, s.helpers, &helper_hooks);
 	notify_send("READY=1");
 	log_info("Ready on the system bus as %s", BUS_NAME);
 	daemon_run(&s.dc);

@@ -2,7 +2,7 @@
  * (docs/PROTOCOL.md). Each builds the envelope and sends it on netnsd's link (helper-client.c);
  * the caller fills the request body and gets the reply in cb. -ENOTCONN while netnsd is down. */
 #include "netnsd-client.h"
-#include "supervisor.h"
+#include "helper-client.h"
 
 int
 netnsd_client_exec(Warren__V1__ExecRequest *q, unsigned timeout_ms, ipc_reply_fn cb, void *ud)

@@ -2,7 +2,7 @@
  * (docs/PROTOCOL.md). Each builds the envelope and sends it on snapshotd's link (helper-client.c);
  * the caller fills the request body and gets the reply in cb. -ENOTCONN while snapshotd is down. */
 #include "snapshotd-client.h"
-#include "supervisor.h"
+#include "helper-client.h"
 
 int
 snapshotd_client_reclaim(Warren__V1__ReclaimRequest *q, unsigned timeout_ms, ipc_reply_fn cb,

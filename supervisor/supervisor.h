@@ -7,6 +7,7 @@
 
 #include "bus-errors.h"
 #include "daemon.h"
+#include "helper-client.h"
 #include "ipc-client.h"
 #include "names.h"
 #include "operation.h"
@@ -89,18 +90,6 @@ struct sandbox {
 	struct sandbox *next;
 };
 
-struct helper {
-	const char *name;
-	char *socket;
-	uid_t uid; /* expected server uid */
-	struct ipc_client *client;
-	struct event *reconnect, *poll;
-	bool up, warned;
-	Warren__V1__StatusResponse *status;
-};
-
-enum { HELPER_NETNSD, HELPER_SNAPSHOTD, HELPER_GATEWAY, HELPER_MAX };
-
 struct supervisor {
 	struct daemon_common dc;
 	sd_bus *bus;
@@ -118,12 +107,6 @@ struct supervisor {
 
 extern struct supervisor *sup;
 
-/* helper-client.c */
-void helpers_init(struct supervisor *s);
-struct ipc_client *helper(int which); /* NULL when not connected */
-int helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
-		ipc_reply_fn cb, void *ud);
-const char *helper_message(const IpcResponse *resp, const char *fallback);
 
 /* templates.c */
 int templates_load(struct supervisor *s);
