@@ -1,5 +1,5 @@
 /* Seccomp allow-lists built from named syscall groups (like systemd's @groups). Policies are
- * data in each daemon's <daemon>-sandbox.c; this is the compiler and loader. A group means what
+ * data in each daemon's <daemon>-lockdown.c; this is the compiler and loader. A group means what
  * its name says: @file-read opens files read-only (an argument rule on the open flags), only
  * @file-write may create or truncate; unshare(), ioctl() and socket() are in no group and are
  * allowed per policy with the flags, requests and address families that daemon uses. */

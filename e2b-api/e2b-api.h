@@ -93,5 +93,5 @@ int e2b_agent_init(struct e2b_api *a, const char *id, const char *body, size_t l
 int e2b_http_start(struct e2b_api *a, int listen_fd);
 void e2b_http_tick(evutil_socket_t fd, short what, void *arg);
 
-/* e2b-api-sandbox.c */
+/* e2b-api-lockdown.c */
 extern const struct seccomp_policy e2b_api_seccomp;

@@ -105,5 +105,5 @@ extern const struct ipc_handler gateway_handlers[];
 extern const unsigned gateway_n_handlers;
 void gateway_emit(struct gateway *g, int kind, const char *id);
 
-/* gateway-sandbox.c */
+/* gateway-lockdown.c */
 extern const struct seccomp_policy gateway_seccomp;

@@ -44,7 +44,7 @@ void netnsd_spawner_event(const IpcResponse *ev, void *ud);
 int netnsd_remove_all(const char *runtime_dir, const char *cgroup_parent, const char *prefix,
 		      const struct isolation_config *iso);
 
-/* netnsd-sandbox.c */
+/* netnsd-lockdown.c */
 extern const char netnsd_user[];
 extern const int netnsd_caps[];
 extern const unsigned netnsd_n_caps;

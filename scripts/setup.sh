@@ -63,7 +63,7 @@ getent passwd warren-vm >/dev/null ||
 # Firecracker starts as warren-vm (it has no -runas) and needs /dev/kvm
 getent group kvm >/dev/null && usermod -aG kvm warren-vm
 # the two privileged helpers switch to their own users after start-up, keeping only the
-# capabilities listed in their *-sandbox.c (docs/ARCHITECTURE.md)
+# capabilities listed in their *-lockdown.c (docs/ARCHITECTURE.md)
 for u in netnsd snapshotd; do
 	getent group warren-$u >/dev/null || groupadd --system warren-$u
 	getent passwd warren-$u >/dev/null ||

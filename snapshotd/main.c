@@ -1,5 +1,5 @@
 /* warren-snapshotd: owns the image store (/var/lib/warren/images) and reclaims frozen
- * sandboxes' memory. Opens its store, drops to the capabilities in snapshotd-sandbox.c, loads
+ * sandboxes' memory. Opens its store, drops to the capabilities in snapshotd-lockdown.c, loads
  * its seccomp allow-list and serves the supervisor. */
 #include "log.h"
 #include "macro.h"

@@ -215,5 +215,5 @@ int bus_attach_event(sd_bus *bus, struct event_base *base);
  * stderr is the journal) */
 void journal_init(bool force);
 
-/* supervisor-sandbox.c */
+/* supervisor-lockdown.c */
 extern const struct seccomp_policy supervisor_seccomp;

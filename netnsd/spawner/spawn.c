@@ -25,7 +25,7 @@
 #include "names.h"
 #include "oci-spec.h"
 #include "rootfs.h"
-#include "spawner-sandbox.h"
+#include "spawner-lockdown.h"
 
 #include <event2/event.h>
 #include <fcntl.h>
@@ -1246,7 +1246,7 @@ vm_exec(struct sb *sb, void *arg, int out_fd, int err_fd)
 	 * capability, once the channel (root's socket) is open */
 	int fd = microvm_agent_open(sb->bundle);
 	if (fd >= 0 && cfg->vm->vm_user) {
-		int r = spawner_sandbox_drop_step(cfg->vm->vm_user);
+		int r = spawner_lockdown_drop_step(cfg->vm->vm_user);
 		if (r < 0) {
 			dprintf(err_fd, "warren: cannot drop privileges: %s\n", strerror(-r));
 			return 255;
@@ -1620,7 +1620,7 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 	if (templates_fd < 0)
 		log_error_errno(templates_fd, "Templates dir %s (root's, writable by root only?): %m; "
 				"gVisor sandboxes are refused", cfg->templates_dir);
-	if (spawner_sandbox_apply() < 0)
+	if (spawner_lockdown_apply() < 0)
 		_exit(1); /* netnsd sees the link close and exits: never run with more */
 	base = event_base_new();
 	struct ipc_server_config sc = {.name = "netnsd-spawner",

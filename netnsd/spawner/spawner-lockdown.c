@@ -4,7 +4,7 @@
  * experiment (runsc 20221219, --platform=ptrace --network=sandbox, run/exec/checkpoint/
  * restore/delete with one capability at a time removed; then the microVM tests). Runs in
  * netnsd's spawner, once its start-up (clean slate, templates dir) is done. */
-#include "spawner-sandbox.h"
+#include "spawner-lockdown.h"
 #include "log.h"
 #include "privdrop.h"
 
@@ -35,7 +35,7 @@ const int spawner_caps[] = {
 const unsigned spawner_n_caps = sizeof spawner_caps / sizeof spawner_caps[0];
 
 int
-spawner_sandbox_apply(void)
+spawner_lockdown_apply(void)
 {
 	/* no user switch (runsc must start as root), no seccomp filter (runsc installs its own
 	 * and inherits ours otherwise); no_new_privs: nothing run from here gains a capability
@@ -44,7 +44,7 @@ spawner_sandbox_apply(void)
 }
 
 int
-spawner_sandbox_drop_step(const char *user)
+spawner_lockdown_drop_step(const char *user)
 {
 	uid_t uid;
 	gid_t gid;
