@@ -466,8 +466,8 @@ remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 	struct operation *op = ud;
 	ipc_close_fds(fds, n_fds);
 	if (r < 0)
-		operation_error(&op, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"), "%s",
-				helper_message(resp, strerror(-r)));
+		operation_error(&op, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"),
+				"%s", helper_message(resp, strerror(-r)));
 	else
 		operation_return(&op, "");
 }
