@@ -7,7 +7,7 @@
 
 #include "warren/v1/envelope.pb-c.h"
 
-#define IPC_VERSION 1
+#define IPC_VERSION 2
 #define IPC_MAX_MESSAGE 65536 /* hard limit on one datagram */
 #define IPC_MAX_FDS 4
 

@@ -7,6 +7,7 @@
  * and a valid id, the pid is pinned with a pidfd and must have the recorded start time, sit in
  * the sandbox's own cgroup and (gVisor) have a runsc state; the namespace is the process's
  * own, and the slot's host veth must be the other end of that namespace's eth0. */
+#include "backend.h"
 #include "adopt.h"
 #include "fileio.h"
 #include "log.h"
@@ -165,9 +166,9 @@ adopt_record_parse(const char *text, size_t len, struct adopt_record *r)
 			r->start = x;
 		} else if (!strcmp(key, "backend")) {
 			bit = 16;
-			if (strcmp(v, "gvisor") && strcmp(v, "microvm"))
+			r->backend = backend_from_string(v);
+			if (r->backend < 0)
 				return -EBADMSG;
-			r->backend = !strcmp(v, "microvm");
 		} else if (!strcmp(key, "memory")) {
 			bit = 32;
 			if (parse_ulong(v, 1ULL << 40, &x) < 0)
@@ -230,7 +231,7 @@ record_check(const struct adopt_config *c, int runsc_dir, int host_ns, ino_t hos
 	*out = (struct adopted){.slot = (unsigned)rec->slot,
 				.pid = (pid_t)rec->pid,
 				.start = rec->start,
-				.vm = rec->backend == 1,
+				.vm = rec->backend == BACKEND_MICROVM,
 				.memory = rec->memory,
 				.pidfd = -1,
 				.nsfd = -1};
@@ -365,7 +366,7 @@ adopt_scan(const struct adopt_config *c, struct adoption *a)
 		a->items = n;
 		a->items[a->n++] = item;
 		log_info("Adopting sandbox %s (%s, slot %u, pid %d)", item.id,
-			 item.vm ? "microvm" : "gvisor", item.slot, item.pid);
+			 backend_to_string(item.vm ? BACKEND_MICROVM : BACKEND_GVISOR), item.slot, item.pid);
 	}
 	closedir(d);
 	return (int)a->n;
@@ -401,7 +402,7 @@ adopt_record_write(const char *runtime_dir, const char *id, unsigned slot, pid_t
 	snprintf(path, sizeof path, "%s/sandboxes/%s", runtime_dir, id);
 	int n = snprintf(buf, sizeof buf,
 			 "id=%s\nslot=%u\npid=%d\nstart=%llu\nbackend=%s\nmemory=%llu\n", id, slot,
-			 (int)pid, start, vm ? "microvm" : "gvisor", memory);
+			 (int)pid, start, backend_to_string(vm ? BACKEND_MICROVM : BACKEND_GVISOR), memory);
 	/* not durable: the runtimes it names do not survive a reboot either */
 	int r = file_write_atomic(path, buf, (size_t)n, 0600, false);
 	if (r < 0)

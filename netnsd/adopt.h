@@ -33,7 +33,7 @@ struct adopt_record {
 	long slot;
 	long pid;
 	unsigned long long start;
-	int backend; /* 0 gvisor, 1 microvm, -1 unknown */
+	int backend; /* enum backend, -1 unknown */
 	unsigned long long memory;
 };
 /* key=value lines, each of id slot pid start backend memory exactly once, bounded numbers, a

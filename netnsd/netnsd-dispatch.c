@@ -4,6 +4,7 @@
  * VMM work is forwarded to the spawner only after validation, with netnsd's own slot fds. An
  * image directory fd goes to the spawner as the supervisor sent it: the spawner, which writes
  * there as root, proves it is snapshotd's (spawner/image-proof.c) before it acts. */
+#include "backend.h"
 #include "cgroup.h"
 #include "clock.h"
 #include "fault.h"
@@ -60,10 +61,10 @@ handle_status(struct ipc_call *call, void *ud)
 	char *backends[2];
 	st.backends = backends;
 	if (access(n->runsc, X_OK) == 0)
-		backends[st.n_backends++] = "gvisor";
+		backends[st.n_backends++] = (char *)backend_to_string(BACKEND_GVISOR);
 	char why[300];
 	if (microvm_available(&n->vm, why, sizeof why))
-		backends[st.n_backends++] = "microvm";
+		backends[st.n_backends++] = (char *)backend_to_string(BACKEND_MICROVM);
 	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next)
 		st.sandboxes++;
 	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
@@ -268,7 +269,7 @@ start_sandbox(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSa
 		return ipc_call_error(call, r, "%s", why);
 	if (sandbox_find(n, q->id))
 		return ipc_call_error(call, -EEXIST, "sandbox %s exists", q->id);
-	bool vm = !strcmp(q->backend, "microvm");
+	bool vm = q->backend == (int)BACKEND_MICROVM;
 	if (vm && !microvm_available(&n->vm, why, sizeof why))
 		return ipc_call_error(call, -EOPNOTSUPP, "the microVM backend is not usable: %s",
 				      why);

@@ -3,6 +3,7 @@
  * looked at (a directory?): the proof that it is one of snapshotd's own image directories is
  * made by the spawner, the side that writes into it as root (spawner/image-proof.c); netnsd runs
  * under its own uid, cannot read snapshotd's 0700 store and has no openat2 in its filter. */
+#include "backend.h"
 #include "netnsd-validate.h"
 #include "log.h"
 #include "macro.h"
@@ -55,8 +56,7 @@ netnsd_validate_spawn(const Warren__V1__SpawnSandboxRequest *q, uint64_t mem_tot
 		return why_err(-EINVAL, why, size, "missing spawn parameters");
 	if (!sandbox_id_valid(q->id))
 		return why_err(-EINVAL, why, size, "bad sandbox id");
-	if (!q->backend ||
-	    (q->backend[0] && strcmp(q->backend, "gvisor") && strcmp(q->backend, "microvm")))
+	if (!backend_valid(q->backend))
 		return why_err(-EOPNOTSUPP, why, size, "backend is not served");
 	if (q->n_argv == 0 || !q->argv || !q->argv[0] || !q->argv[0][0] ||
 	    !netnsd_strings_valid(q->argv, q->n_argv, NETNSD_MAX_ARGS, false) ||

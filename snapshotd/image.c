@@ -5,6 +5,7 @@
  * only opens and verifies it (no rename, delete or copy on the start path). Temporary
  * directories left by a crash are removed when snapshotd starts, so after a crash at any point
  * an image is whole or absent. */
+#include "backend.h"
 #include "fault.h"
 #include "clock.h"
 #include "fileio.h"
@@ -150,7 +151,7 @@ int
 image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint64_t *total)
 {
 	if (!image_temp_name_valid(q->temp_name) || !tag_name_valid(q->tag) ||
-	    (q->backend[0] && strcmp(q->backend, "gvisor") && strcmp(q->backend, "microvm")) ||
+	    !backend_valid(q->backend) ||
 	    (q->parent[0] && !sandbox_id_valid(q->parent)) ||
 	    (q->template_name[0] && !template_name_valid(q->template_name)))
 		return -EINVAL;
@@ -174,7 +175,7 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 	fprintf(f,
 		"format=%d\ncreated=%llu\nparent=%s\ntemplate=%s\nbackend=%s\ncompression=%s\n",
 		FORMAT, (unsigned long long)realtime_usec(), q->parent, q->template_name,
-		q->backend[0] ? q->backend : "gvisor", zstd ? "zstd" : "none");
+		backend_to_string(q->backend), zstd ? "zstd" : "none");
 	DIR *d = fdopendir(dup(dfd));
 	if (d)
 		rewinddir(d); /* a dup shares the offset a previous walk left at the end */
@@ -251,7 +252,7 @@ image_read(struct snapshotd *s, const char *tag, bool verify, Warren__V1__ImageI
 {
 	warren__v1__image_info__init(info);
 	info->name = info->parent = info->template_name = (char *)"";
-	info->backend = (char *)"gvisor";
+	info->backend = WARREN__V1__BACKEND__BACKEND_GVISOR;
 	if (!tag_name_valid(tag))
 		return -EINVAL;
 	_cleanup_close_ int dfd =
@@ -285,7 +286,7 @@ image_read(struct snapshotd *s, const char *tag, bool verify, Warren__V1__ImageI
 	info->name = strdup(tag);
 	info->parent = h.parent[0] ? strdup(h.parent) : (char *)"";
 	info->template_name = h.template_name[0] ? strdup(h.template_name) : (char *)"";
-	info->backend = (char *)h.backend;
+	info->backend = backend_from_string(h.backend); /* the parser admits only names */
 	info->compressed = h.compressed;
 	info->created_usec = h.created_usec;
 	for (size_t i = 0; i < h.n_files; i++)

@@ -4,6 +4,7 @@
  * carries fds, which the table's count of 0 enforces), and any field no honest supervisor sends
  * closes the peer (ipc_call_violation). What an honest supervisor may get wrong (an absent tag,
  * a tag that exists) is an error reply. */
+#include "backend.h"
 #include "image-header.h"
 #include "names.h"
 #include "snapshotd.h"
@@ -13,12 +14,6 @@
 
 /* The longest string any snapshotd request needs (a zswap compressor name is the only free one). */
 #define COMPRESSOR_MAX 32
-
-static bool
-backend_valid(const char *b)
-{
-	return !b[0] || !strcmp(b, "gvisor") || !strcmp(b, "microvm");
-}
 
 static bool
 compressor_valid(const char *c)
@@ -64,7 +59,7 @@ snapshotd_request_invalid(const IpcRequest *req)
 			return "bad parent id";
 		if (q->template_name[0] && !template_name_valid(q->template_name))
 			return "bad template name";
-		return backend_valid(q->backend) ? NULL : "bad backend";
+		return backend_valid(q->backend) ? NULL : "bad backend"; /* a number outside the enum */
 	}
 	case WARREN__V1__REQUEST__BODY_OPEN_IMAGE:
 		return !req->open_image || !tag_name_valid(req->open_image->tag) ? "bad tag" : NULL;

@@ -39,7 +39,7 @@ journal_sink(int prio, const char *ident, const char *msg)
 		r = sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio,
 				    "SYSLOG_IDENTIFIER=warren-%s", ident, "SANDBOX_ID=%s", id,
 				    "TEMPLATE=%s", sb ? sb->template_name : "", "BACKEND=%s",
-				    sb ? sb->backend : "", NULL);
+				    sb ? backend_to_string(sb->backend) : "", NULL);
 	else
 		r = sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio,
 				    "SYSLOG_IDENTIFIER=warren-%s", ident, NULL);

@@ -16,7 +16,7 @@ backend_served(struct supervisor *s, const char *backend)
 		if (!strcmp(st->backends[i], backend))
 			return true;
 	/* before netnsd first answered: gVisor, and the create fails later if it is missing */
-	return !st && !strcmp(backend, "gvisor");
+	return !st && backend_from_string(backend) == BACKEND_GVISOR;
 }
 
 static int

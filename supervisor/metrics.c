@@ -34,7 +34,7 @@ static const char *const op_help[OP_MAX] = {
     "ForkTag or BranchSandbox's fork: from the call to every child routed.",
     "Snapshot: from the checkpoint's start to the image sealed.",
     "Snapshot of a gVisor sandbox: how long the parent did not answer."};
-static const char *const backends[2] = {"gvisor", "microvm"};
+static const char *const backends[_BACKEND_MAX] = {"gvisor", "microvm"};
 
 static struct prom_hist hists[OP_MAX][2];
 static uint64_t reclaimed_total, reclaims_total;
@@ -42,7 +42,7 @@ static uint64_t reclaimed_total, reclaims_total;
 static int
 backend_index(const char *backend)
 {
-	return backend && !strcmp(backend, "microvm") ? 1 : 0;
+	return backend_from_string(backend) == BACKEND_MICROVM ? BACKEND_MICROVM : BACKEND_GVISOR;
 }
 
 void
@@ -57,11 +57,11 @@ metrics_sandbox_ready(const struct sandbox *sb)
 {
 	uint64_t now = now_usec();
 	if (sb->t_pause_us)
-		metrics_observe(OP_SNAPSHOT_PAUSE, sb->backend, now - sb->t_pause_us);
+		metrics_observe(OP_SNAPSHOT_PAUSE, backend_to_string(sb->backend), now - sb->t_pause_us);
 	else if (sb->restoring_tag[0])
-		metrics_observe(OP_RESTORE, sb->backend, now - sb->t_create_us);
+		metrics_observe(OP_RESTORE, backend_to_string(sb->backend), now - sb->t_create_us);
 	else
-		metrics_observe(OP_CREATE, sb->backend, now - sb->t_create_us);
+		metrics_observe(OP_CREATE, backend_to_string(sb->backend), now - sb->t_create_us);
 }
 
 void
@@ -120,7 +120,7 @@ labels_sandbox(struct prom_buf *b, const struct sandbox *sb)
 	prom_append(b, "\",template=\"", 12);
 	prom_escape(b, sb->template_name);
 	prom_append(b, "\",backend=\"", 11);
-	prom_escape(b, sb->backend);
+	prom_escape(b, backend_to_string(sb->backend));
 	prom_append(b, "\"", 1);
 }
 
@@ -222,7 +222,7 @@ metrics_render(struct prom_buf *b, const Warren__V1__SlotCountersResponse *sc)
 	 * finds a series even when none runs */
 	unsigned counts[8][2] = {{0}}, standby[2] = {0, 0}, live = 0;
 	for (struct sandbox *sb = sup->sandboxes; sb; sb = sb->next) {
-		int bi = backend_index(sb->backend);
+		int bi = sb->backend;
 		if (sb->standby)
 			standby[bi]++;
 		else if (sb->state >= 0 && sb->state < 8)

@@ -98,7 +98,7 @@ property_get_string(sd_bus *bus, const char *path, const char *iface, const char
 	if (!strcmp(prop, "Template"))
 		return sd_bus_message_append(reply, "s", sb->template_name);
 	if (!strcmp(prop, "Backend"))
-		return sd_bus_message_append(reply, "s", sb->backend);
+		return sd_bus_message_append(reply, "s", backend_to_string(sb->backend));
 	if (!strcmp(prop, "Reason"))
 		return sd_bus_message_append(reply, "s", sb->reason);
 	if (!strcmp(prop, "Address"))

@@ -88,7 +88,7 @@ sandbox_new(struct supervisor *s, const char *id, const char *template_name)
 	snprintf(sb->id, sizeof sb->id, "%s", id);
 	snprintf(sb->path, sizeof sb->path, SANDBOX_PREFIX "/%s", id);
 	snprintf(sb->template_name, sizeof sb->template_name, "%s", template_name);
-	snprintf(sb->backend, sizeof sb->backend, "gvisor");
+	sb->backend = BACKEND_GVISOR;
 	sb->slot = -1;
 	sb->nsfd = -1;
 	sb->image_fd = -1;
@@ -171,7 +171,7 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 	q.reason = sb->reason;
 	q.start_timeout_ms = sb->start_timeout_ms ? sb->start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
 	q.idle_ms = t && t->idle_ms ? t->idle_ms : sup->idle_ms;
-	q.probe_http = !strcmp(sb->backend, "microvm");
+	q.probe_http = sb->backend == BACKEND_MICROVM;
 	q.runtime_up = sb->runtime_alive;
 	switch (sb->state) {
 	case SANDBOX_CREATING:
@@ -307,7 +307,7 @@ sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
 {
 	if (sb->warmer) {
 		sb->warmer = false;
-		warm_done(sb->template_name, sb->backend, false);
+		warm_done(sb->template_name, backend_to_string(sb->backend), false);
 	}
 	fail_create(sb, ERR("SpawnFailed"), "Sandbox failed: %s", reason);
 	sandbox_set_state(sb, st, reason);
@@ -376,7 +376,7 @@ spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		sb->pid = resp->spawn_sandbox->pid;
 		sb->t_spawned_us = now_usec();
 	}
-	bool vm = !strcmp(sb->backend, "microvm");
+	bool vm = sb->backend == BACKEND_MICROVM;
 	if (sb->destroy_wanted) {
 		sandbox_release(sb, true);
 		return;
@@ -421,7 +421,7 @@ spawn(struct sandbox *sb)
 	q.memory_limit = t->memory_limit;
 	q.pids_limit = t->pids_max;
 	q.cpu_millis = t->cpu_millis;
-	q.backend = sb->backend;
+	q.backend = (Warren__V1__Backend)sb->backend;
 	Warren__V1__RestoreSandboxRequest rq = WARREN__V1__RESTORE_SANDBOX_REQUEST__INIT;
 	int fds[2] = {sb->nsfd, sb->image_fd};
 	sb->spawning = true;
@@ -507,12 +507,15 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	if (!helper(HELPER_NETNSD))
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
 					 "warren-netnsd is not connected; is it running?");
+	int b = backend_from_string(backend); /* NULL: snapshotd named a number outside the enum */
+	if (b < 0)
+		return sd_bus_error_setf(err, SD_BUS_ERROR_INVALID_ARGS, "unknown backend");
 	char id[SANDBOX_ID_LEN + 1];
 	do
 		sandbox_id_new(id);
 	while (sandbox_find(s, id));
 	struct sandbox *sb = sandbox_new(s, id, t->name);
-	snprintf(sb->backend, sizeof sb->backend, "%s", backend);
+	sb->backend = b;
 	sb->state = SANDBOX_CREATING;
 	sb->create_msg = m ? sd_bus_message_ref(m) : NULL;
 	logs_owner_set(sb->id, m);
@@ -680,11 +683,11 @@ sandbox_on_event(const IpcResponse *ev)
 			return;
 		char reason[128];
 		const Warren__V1__SandboxExitedEvent *e = ev->sandbox_exited;
-		if (!strcmp(sb->backend, "microvm") && !e->signal && e->exit_status == 0)
+		if (sb->backend == BACKEND_MICROVM && !e->signal && e->exit_status == 0)
 			/* the agent powers the guest off when the program ends; its status is on
 			 * the guest console (netnsd --vm-console) */
 			snprintf(reason, sizeof reason, "its program ended and the microVM powered off");
-		else if (!strcmp(sb->backend, "microvm"))
+		else if (sb->backend == BACKEND_MICROVM)
 			snprintf(reason, sizeof reason, "its VMM died (%s %d)",
 				 e->signal ? "signal" : "status", e->signal ? e->signal : e->exit_status);
 		else if (e->signal)
@@ -783,9 +786,9 @@ sandbox_kv(const char *k, const char *v, void *ud)
 			return -EBADMSG;
 		snprintf(sb->template_name, sizeof sb->template_name, "%s", v);
 	} else if (!strcmp(k, "backend")) {
-		if (v[0] && strcmp(v, "gvisor") && strcmp(v, "microvm"))
+		if (v[0] && backend_from_string(v) < 0)
 			return -EBADMSG;
-		snprintf(sb->backend, sizeof sb->backend, "%s", v);
+		sb->backend = v[0] ? backend_from_string(v) : BACKEND_GVISOR;
 	} else if (!strcmp(k, "address") &&
 		   (strlen(v) >= sizeof sb->address || strspn(v, "0123456789.") != strlen(v)))
 		return -EBADMSG;

@@ -125,7 +125,7 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		char step[32];
 		snprintf(step, sizeof step, "fork-child-%u", i + 1);
 		fault_point(step);
-		if (sandbox_create_from_image(sup, t, resp->open_image->image->backend, j->image_fd,
+		if (sandbox_create_from_image(sup, t, backend_to_string(resp->open_image->image->backend), j->image_fd,
 					      j->tag, j, &e) < 0)
 			fork_job_child_done(j, NULL, false, e.message);
 		sd_bus_error_free(&e);
@@ -238,7 +238,7 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_COMMIT_IMAGE) {
 		sn->size = resp->commit_image->image->size;
 		progress("snapshot", sn->tag, "sealed", 3, 3);
-		metrics_snapshot_done(sb ? sb->backend : "gvisor", sn->t0);
+		metrics_snapshot_done(backend_to_string(sb ? sb->backend : BACKEND_GVISOR), sn->t0);
 		log_info("Sandbox %s: image %s sealed (%llu KiB) %llu ms after the pause began",
 			 sn->id, sn->tag, (unsigned long long)(sn->size >> 10),
 			 (unsigned long long)((now_usec() - sn->t0) / 1000));
@@ -252,7 +252,7 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (sn->discard_parent) {
 		if (sb) {
 			sb->warmer = false;
-			warm_done(sb->template_name, sb->backend, r == 0);
+			warm_done(sb->template_name, backend_to_string(sb->backend), r == 0);
 			sandbox_destroy(sb);
 		}
 		snap_free(sn);
@@ -290,7 +290,7 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 		snapshotd_client_abort_image(&q, 10000, ipc_ignore_reply, NULL);
 		snap_reply_error(sn, ERR("SnapshotFailed"), msg);
 		/* a failed checkpoint kills the container in this runsc; a microVM resumes */
-		if (sb && !strcmp(sb->backend, "microvm"))
+		if (sb && sb->backend == BACKEND_MICROVM)
 			sandbox_snapshot_aborted(sb);
 		else if (sb)
 			sandbox_restore_failed(sb, msg);
@@ -311,7 +311,7 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 	q.tag = sn->tag;
 	q.parent = sn->id;
 	q.template_name = sb ? sb->template_name : "";
-	q.backend = sb ? sb->backend : "";
+	q.backend = sb ? (Warren__V1__Backend)sb->backend : WARREN__V1__BACKEND__BACKEND_GVISOR;
 	if (snapshotd_client_commit_image(&q, 120000, commit_done, sn) < 0)
 		commit_done(NULL, -ENOTCONN, NULL, 0, sn);
 }

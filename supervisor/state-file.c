@@ -16,7 +16,7 @@ state_write_sandbox(struct supervisor *s, struct sandbox *sb)
 	int n = snprintf(buf, sizeof buf,
 			 "id=%s\ntemplate=%s\nbackend=%s\nslot=%d\naddress=%s\ncreated=%llu\n"
 			 "state=%s\nstandby=%d\n",
-			 sb->id, sb->template_name, sb->backend, sb->slot, sb->address,
+			 sb->id, sb->template_name, backend_to_string(sb->backend), sb->slot, sb->address,
 			 (unsigned long long)sb->created_usec, sandbox_state_to_string(sb->state),
 			 sb->standby);
 	/* Not fsynced: a record must survive the supervisor's crash (the page cache does), and

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "backend.h"
 #include "bus-errors.h"
 #include "daemon.h"
 #include "helper-client.h"
@@ -61,7 +62,7 @@ struct sandbox {
 	bool standby; /* restored ahead for a warm create: invisible until a create takes it */
 	char path[80];
 	char template_name[33];
-	char backend[16];
+	enum backend backend;
 	enum sandbox_state state;
 	char reason[256];
 	char address[16];

@@ -23,7 +23,7 @@ struct warm_create_ctx {
 void
 warm_tag(const char *template_name, const char *backend, char *tag, size_t size)
 {
-	snprintf(tag, size, "warm-%s%s", template_name, strcmp(backend, "microvm") ? "" : "-vm");
+	snprintf(tag, size, "warm-%s%s", template_name, backend_from_string(backend) == BACKEND_MICROVM ? "-vm" : "");
 }
 
 /* The template whose warm image tag is (for either backend), or NULL. */
@@ -44,7 +44,7 @@ warm_tag_owner(const char *tag)
 static unsigned
 warm_bit(const char *backend)
 {
-	return strcmp(backend, "microvm") ? 1u : 2u;
+	return backend_from_string(backend) == BACKEND_MICROVM ? 2u : 1u;
 }
 
 static void
@@ -67,13 +67,13 @@ void
 warm_sandbox_ready(struct sandbox *sb)
 {
 	char tag[64];
-	warm_tag(sb->template_name, sb->backend, tag, sizeof tag);
+	warm_tag(sb->template_name, backend_to_string(sb->backend), tag, sizeof tag);
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	if (snapshot_start(sb, NULL, tag, 0, true, &e) < 0) {
 		log_warning("Template %s: cannot take its warm image: %s", sb->template_name,
 			    e.message);
 		sb->warmer = false;
-		warm_done(sb->template_name, sb->backend, false);
+		warm_done(sb->template_name, backend_to_string(sb->backend), false);
 		sandbox_destroy(sb);
 	}
 	sd_bus_error_free(&e);
@@ -100,7 +100,7 @@ standby_find(const char *template_name, const char *backend, bool ready, unsigne
 	*count = 0;
 	for (struct sandbox *sb = sup->sandboxes; sb; sb = sb->next) {
 		if (!sb->standby || strcmp(sb->template_name, template_name) ||
-		    strcmp(sb->backend, backend) || sb->state == SANDBOX_FAILED ||
+		    (int)sb->backend != backend_from_string(backend) || sb->state == SANDBOX_FAILED ||
 		    sb->state == SANDBOX_EXITED || sb->state == SANDBOX_DESTROYING)
 			continue;
 		(*count)++;
@@ -129,13 +129,13 @@ warm_image_matches(const IpcResponse *resp, const struct template *t, const char
 		resp && resp->body_case == WARREN__V1__RESPONSE__BODY_OPEN_IMAGE && resp->open_image
 			? resp->open_image->image
 			: NULL;
-	if (im && im->template_name && !strcmp(im->template_name, t->name) && im->backend &&
-	    !strcmp(im->backend, backend))
+	if (im && im->template_name && !strcmp(im->template_name, t->name) && 
+	    (int)im->backend == backend_from_string(backend))
 		return true;
 	log_warning("Template %s: the image under its warm tag was taken from template '%s' on "
 		    "'%s', not from it on %s; not restored",
 		    t->name, im && im->template_name ? im->template_name : "?",
-		    im && im->backend ? im->backend : "?", backend);
+		    im && backend_to_string(im->backend) ? backend_to_string(im->backend) : "?", backend);
 	return false;
 }
 

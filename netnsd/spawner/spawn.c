@@ -12,6 +12,7 @@
  * it, uses only its own fd of it afterwards, and hands the files it wrote to snapshotd's uid.
  * `runsc exec` writes into pipes the spawner drains into memfds of at most EXEC_OUTPUT_MAX
  * bytes per stream, as the microVM agent's output is bounded (microvm.c). */
+#include "backend.h"
 #include "spawn.h"
 #include "adopt.h"
 #include "cgroup.h"
@@ -965,7 +966,7 @@ start_sandbox(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, i
 	snprintf(sb->cgroup, sizeof sb->cgroup, "%s/%s", cfg->cgroup_parent, q->id);
 	sb->next = sandboxes;
 	sandboxes = sb;
-	if (!strcmp(q->backend, "microvm"))
+	if (q->backend == (int)BACKEND_MICROVM)
 		return start_vm(call, sb, q, image_fd);
 	/* runsc gets the tree checked here, by fd: never the path, which could change under it */
 	char why[600];
@@ -1097,14 +1098,14 @@ static int
 handle_restore(struct ipc_call *call, void *ud)
 {
 	const Warren__V1__RestoreSandboxRequest *q = call->req->restore_sandbox;
-	if (!q->spawn || !q->spawn->backend)
+	if (!q->spawn || !backend_valid(q->spawn->backend))
 		return -EINVAL;
 	/* runsc or the VMM reads the image as root: only a sealed image of snapshotd's store or
 	 * cache, opened here beneath it, is used; the fd that came is closed unused */
 	struct image_proof img;
 	char why[400];
 	int r = image_proof_open(&cfg->images, call->fds[1], IMAGE_PROOF_RESTORE,
-				 !strcmp(q->spawn->backend, "microvm"), &img, why, sizeof why);
+				 q->spawn->backend == (int)BACKEND_MICROVM, &img, why, sizeof why);
 	if (r < 0) {
 		log_warning("Restore of %s refused: %s", q->spawn->id, why);
 		return ipc_call_error(call, r, "%s", why);

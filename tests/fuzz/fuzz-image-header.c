@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backend.h"
 #include "image-header.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -21,7 +22,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < h.n_files; i++)
 		if (!image_file_name_valid(h.files[i].name) || strchr(h.files[i].name, '/'))
 			__builtin_trap();
-	if (strcmp(h.backend, "gvisor") && strcmp(h.backend, "microvm"))
+	if (backend_from_string(h.backend) < 0)
 		__builtin_trap();
 	if ((h.parent[0] && !sandbox_id_valid(h.parent)) ||
 	    (h.template_name[0] && !template_name_valid(h.template_name)))

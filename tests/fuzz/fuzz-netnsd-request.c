@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "cgroup.h"
 #include "fileio.h"
 #include "image-proof.h"
@@ -224,6 +225,7 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 		CHECK(n_fds == 1 && is_slot_ns(fds[0]));
 		CHECK(sandbox_id_valid(req->spawn_sandbox->id));
 		CHECK(path_is_inside(req->spawn_sandbox->rootfs, n.templates_dir));
+		CHECK(backend_valid(req->spawn_sandbox->backend)); /* an enum number from the peer */
 		break;
 	case WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX: {
 		/* netnsd forwards the supervisor's fd if it is a directory; the spawner proves it */
@@ -231,7 +233,8 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 		const Warren__V1__SpawnSandboxRequest *q = req->restore_sandbox->spawn;
 		CHECK(sandbox_id_valid(q->id));
 		CHECK(path_is_inside(q->rootfs, n.templates_dir));
-		bool vm = !strcmp(q->backend, "microvm");
+		CHECK(backend_valid(q->backend));
+		bool vm = q->backend == (int)BACKEND_MICROVM;
 		r = image_proof_open(&roots, fds[1], IMAGE_PROOF_RESTORE, vm, &img, why, sizeof why);
 		if (r < 0) {
 			CHECK(img.fd < 0 && why[0]);

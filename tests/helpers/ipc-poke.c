@@ -15,7 +15,10 @@
  *                        release the slot again; prints the restore's answer)
  *   ipc-poke SOCKET exec ID TIMEOUT_MS ARGV...
  *                       (netnsd: prints "status S out BYTES err BYTES" and stderr's last line)
- *   ipc-poke SOCKET snap-...                 (snapshotd requests: see snapshotd_poke below) */
+ *   ipc-poke SOCKET snap-...                 (snapshotd requests: see snapshotd_poke below)
+ * A BACKEND is a name ("gvisor", "microvm", "" for the default) or a bare number, sent as the
+ * proto enum's value unchecked: how a hostile peer names a backend that does not exist. */
+#include "backend.h"
 #include "ipc.h"
 
 #include <errno.h>
@@ -30,6 +33,15 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+static Warren__V1__Backend
+poke_backend(const char *s)
+{
+	int b = backend_from_string(s);
+	if (b >= 0)
+		return (Warren__V1__Backend)b;
+	return (Warren__V1__Backend)(s[0] ? (int)strtol(s, NULL, 0) : 0);
+}
 
 static int
 await(int fd, IpcResponse **resp, int *fds, size_t *n_fds)
@@ -309,7 +321,7 @@ main(int argc, char **argv)
 		sp.id = argv[3];
 		sp.slot = slot;
 		sp.rootfs = argv[5];
-		sp.backend = argv[6];
+		sp.backend = poke_backend(argv[6]);
 		sp.port = (uint32_t)atoi(argv[7]);
 		sp.memory_limit = (uint64_t)atoll(argv[8]) << 20;
 		sp.argv = args;
@@ -477,7 +489,7 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
 			return 1;
 		printf("ok %s %s %zu\n", resp->open_image->image->template_name,
-		       resp->open_image->image->backend, n);
+		       backend_to_string(resp->open_image->image->backend) ?: "?", n);
 		return 0;
 	}
 	if ((!strcmp(mode, "snap-prepare") && argc >= 4) || (!strcmp(mode, "snap-take") && argc >= 6)) {
@@ -513,7 +525,7 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		cq.temp_name = resp->prepare_image->temp_name;
 		cq.tag = argv[3];
 		cq.template_name = argv[4];
-		cq.backend = argv[5];
+		cq.backend = poke_backend(argv[5]);
 		req->body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
 		req->commit_image = &cq;
 		req->id++;
@@ -528,7 +540,7 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		cq.tag = argv[4];
 		cq.parent = argc > 5 ? argv[5] : "";
 		cq.template_name = argc > 6 ? argv[6] : "";
-		cq.backend = argc > 7 ? argv[7] : "";
+		cq.backend = poke_backend(argc > 7 ? argv[7] : "");
 		req->body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
 		req->commit_image = &cq;
 		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
@@ -607,7 +619,7 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 			else if (!strcmp(field, "template"))
 				cq.template_name = big;
 			else
-				cq.backend = big;
+				cq.backend = poke_backend("2147483647"); /* no string: a number outside the enum */
 		}
 		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
 			return 1;

@@ -84,11 +84,15 @@ test_version_and_garbage(void **state)
 	IpcRequest req;
 	Warren__V1__StatusRequest st;
 	status_request(&req, &st);
-	req.version = 2;
-	assert_int_equal(ipc_send(sp[0], &req.base, NULL, 0), 0);
 	IpcRequest *got = NULL;
 	int fds[IPC_MAX_FDS];
 	size_t n = 0;
+	/* the next version and the retired one (version 1 carried backends as strings) */
+	req.version = IPC_VERSION + 1;
+	assert_int_equal(ipc_send(sp[0], &req.base, NULL, 0), 0);
+	assert_int_equal(ipc_recv_request(sp[1], &got, fds, &n), -EPROTO);
+	req.version = IPC_VERSION - 1;
+	assert_int_equal(ipc_send(sp[0], &req.base, NULL, 0), 0);
 	assert_int_equal(ipc_recv_request(sp[1], &got, fds, &n), -EPROTO);
 	static const char junk[] = "\xff\xff\xff\xff\xff";
 	assert_int_equal(send(sp[0], junk, sizeof junk, 0), (ssize_t)sizeof junk);
