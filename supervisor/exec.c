@@ -13,6 +13,8 @@
 #include "exec.h"
 #include "dbus-input.h"
 #include "log.h"
+#include "operation.h"
+#include "netnsd-client.h"
 #include "macro.h"
 #include "supervisor.h"
 
@@ -115,7 +117,7 @@ read_memfd(int fd, size_t max, void **data, size_t *len)
 }
 
 struct exec_ctx {
-	sd_bus_message *m;
+	struct operation *op;
 	char id[SANDBOX_ID_LEN + 1];
 	uint32_t timeout_ms;
 };
@@ -123,10 +125,7 @@ struct exec_ctx {
 static void
 exec_reply_error(struct exec_ctx *c, const char *name, const char *fmt, const char *detail)
 {
-	sd_bus_error e = SD_BUS_ERROR_NULL;
-	sd_bus_error_setf(&e, name, fmt, c->id, detail);
-	sd_bus_reply_method_error(c->m, &e);
-	sd_bus_error_free(&e);
+	operation_error(&c->op, name, fmt, c->id, detail);
 }
 
 static void
@@ -134,7 +133,7 @@ exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
 	struct exec_ctx *c = ud;
 	int e = resp && resp->error ? resp->error : r;
-	const char *msg = resp && resp->message && resp->message[0] ? resp->message : strerror(-e);
+	const char *msg = helper_message(resp, strerror(-e));
 	if (e == -ETIMEDOUT && resp && resp->error) {
 		char why[160];
 		snprintf(why, sizeof why, "%u ms", c->timeout_ms);
@@ -162,11 +161,11 @@ exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		if (cut > 0 && err && err_len >= sizeof note - 1) /* err_max is 8 MiB at least */
 			memcpy((char *)err + err_len - (sizeof note - 1), note, sizeof note - 1);
 		sd_bus_message *reply = NULL;
-		if (sd_bus_message_new_method_return(c->m, &reply) >= 0 &&
+		if (operation_new_return(c->op, &reply) >= 0 &&
 		    sd_bus_message_append(reply, "i", resp->exec->status) >= 0 &&
 		    sd_bus_message_append_array(reply, 'y', out ? out : "", out_len) >= 0 &&
 		    sd_bus_message_append_array(reply, 'y', err ? err : "", err_len) >= 0)
-			r = sd_bus_send(NULL, reply, NULL);
+			r = operation_send(&c->op, reply);
 		else
 			r = -ENOMEM;
 		if (r < 0)
@@ -180,7 +179,7 @@ exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	}
 	ipc_close_fds(fds, n_fds);
 	run_end(c->id);
-	sd_bus_message_unref(c->m);
+	operation_cancel(&c->op); /* answered above: only a lost answer is left */
 	free(c);
 }
 
@@ -190,7 +189,11 @@ exec_start(struct sandbox *sb, sd_bus_message *m, char **argv, uint32_t timeout_
 	struct exec_ctx *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
-	c->m = sd_bus_message_ref(m);
+	c->op = operation_new(m);
+	if (!c->op) {
+		free(c);
+		return -ENOMEM;
+	}
 	snprintf(c->id, sizeof c->id, "%s", sb->id);
 	c->timeout_ms = timeout_ms;
 	Warren__V1__ExecRequest q = WARREN__V1__EXEC_REQUEST__INIT;
@@ -199,14 +202,11 @@ exec_start(struct sandbox *sb, sd_bus_message *m, char **argv, uint32_t timeout_
 		;
 	q.argv = argv;
 	q.timeout_ms = timeout_ms;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_EXEC;
-	req.exec = &q;
 	/* netnsd and the spawner answer a timed-out exec themselves; this bound is for a lost link
 	 */
-	int r = helper_call(HELPER_NETNSD, &req, NULL, 0, timeout_ms + 30000, exec_done, c);
+	int r = netnsd_client_exec(&q, timeout_ms + 30000, exec_done, c);
 	if (r < 0) {
-		sd_bus_message_unref(c->m);
+		operation_cancel(&c->op);
 		free(c);
 		return r;
 	}

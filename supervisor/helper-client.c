@@ -1,19 +1,24 @@
 /* The supervisor's links to its three helpers: connect (checking who serves each socket),
- * reconnect every 200 ms while one is down, poll its status every 2 s, and hand events to the
- * sandbox code. A helper coming back triggers re-adoption (netnsd) or a route push (gateway). */
+ * reconnect every 200 ms while one is down, poll its status every 2 s, and hand events and
+ * (re)connections to the hooks the layer above registered (main.c: re-adoption when netnsd
+ * comes back, a route push when the gateway does). Runs in warren-supervisor. */
+#include "helper-client.h"
 #include "log.h"
 #include "macro.h"
-#include "metrics.h"
-#include "supervisor.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
 static void helper_connect(evutil_socket_t fd, short what, void *arg);
 
+static struct helper *helpers;
+static struct helper_hooks hooks;
+
 static int
 helper_index(struct helper *h)
 {
-	return (int)(h - sup->helpers);
+	return (int)(h - helpers);
 }
 
 static void
@@ -49,11 +54,8 @@ status_poll(evutil_socket_t fd, short what, void *arg)
 static void
 helper_event(const IpcResponse *ev, void *ud)
 {
-	if (ev->body_case == WARREN__V1__RESPONSE__BODY_METRICS_NEEDED) {
-		metrics_on_needed(ev->metrics_needed->seq);
-		return;
-	}
-	sandbox_on_event(ev);
+	if (hooks.event)
+		hooks.event(ev);
 }
 
 static void
@@ -73,7 +75,8 @@ helper_connect(evutil_socket_t fd, short what, void *arg)
 	int r = ipc_client_connect(h->client, h->socket, h->uid);
 	if (r < 0) {
 		if (!h->warned)
-			log_warning_errno(r, "Cannot connect to %s at %s (%m); retrying every 200 ms",
+			log_warning_errno(r,
+					  "Cannot connect to %s at %s (%m); retrying every 200 ms",
 					  h->name, h->socket);
 		h->warned = true;
 		struct timeval tv = {0, 200000};
@@ -84,20 +87,20 @@ helper_connect(evutil_socket_t fd, short what, void *arg)
 	log_info("Connected to %s", h->name);
 	h->up = true;
 	status_poll(-1, 0, h);
-	if (helper_index(h) == HELPER_NETNSD)
-		sandboxes_reconcile(sup);
-	else if (helper_index(h) == HELPER_GATEWAY)
-		sandboxes_push_routes(sup);
+	if (hooks.connected)
+		hooks.connected(helper_index(h));
 }
 
 void
-helpers_init(struct supervisor *s)
+helpers_init(struct event_base *base, struct helper *hs, const struct helper_hooks *hk)
 {
+	helpers = hs;
+	hooks = *hk;
 	for (int i = 0; i < HELPER_MAX; i++) {
-		struct helper *h = &s->helpers[i];
-		h->client = ipc_client_new(s->dc.base, h->name, helper_event, helper_down, h);
-		h->reconnect = evtimer_new(s->dc.base, helper_connect, h);
-		h->poll = event_new(s->dc.base, -1, EV_PERSIST, status_poll, h);
+		struct helper *h = &helpers[i];
+		h->client = ipc_client_new(base, h->name, helper_event, helper_down, h);
+		h->reconnect = evtimer_new(base, helper_connect, h);
+		h->poll = event_new(base, -1, EV_PERSIST, status_poll, h);
 		struct timeval tv = {2, 0};
 		event_add(h->poll, &tv);
 		helper_connect(-1, 0, h);
@@ -107,7 +110,7 @@ helpers_init(struct supervisor *s)
 struct ipc_client *
 helper(int which)
 {
-	struct helper *h = &sup->helpers[which];
+	struct helper *h = &helpers[which];
 	return ipc_client_connected(h->client) ? h->client : NULL;
 }
 
@@ -119,4 +122,12 @@ helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned t
 	if (!c)
 		return -ENOTCONN;
 	return ipc_client_call(c, req, fds, n_fds, timeout_ms, cb, ud);
+}
+
+/* A helper's reply's message when it gave one, else fallback (often strerror of the error):
+ * the one place the supervisor decides what to say about a helper's refusal. */
+const char *
+helper_message(const IpcResponse *resp, const char *fallback)
+{
+	return resp && resp->message && resp->message[0] ? resp->message : fallback;
 }

@@ -11,6 +11,8 @@
 #include "dbus-input.h"
 #include "fileio.h"
 #include "log.h"
+#include "operation.h"
+#include "netnsd-client.h"
 #include "macro.h"
 #include "supervisor.h"
 
@@ -87,7 +89,7 @@ logs_owner_get(const char *id)
 }
 
 struct open_logs_ctx {
-	sd_bus_message *m;
+	struct operation *op;
 	char id[SANDBOX_ID_LEN + 1];
 };
 
@@ -100,23 +102,18 @@ open_logs_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		if (resp->open_logs->dropped)
 			log_debug("Sandbox %s: console log dropped %llu bytes so far", c->id,
 				  (unsigned long long)resp->open_logs->dropped);
-		sd_bus_reply_method_return(c->m, "h", fds[0]);
+		operation_return(&c->op, "h", fds[0]);
 	} else {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
 		if (r == -EOPNOTSUPP || (resp && resp->error == -EOPNOTSUPP))
-			sd_bus_error_setf(&e, ERR("NotSupported"),
+			operation_error(&c->op, ERR("NotSupported"),
 					  "Sandbox %s runs in a microVM, whose console is not kept",
 					  c->id);
 		else
-			sd_bus_error_setf(&e, ERR("LogsUnavailable"), "Logs of sandbox %s: %s",
+			operation_error(&c->op, ERR("LogsUnavailable"), "Logs of sandbox %s: %s",
 					  c->id,
-					  resp && resp->message && resp->message[0] ? resp->message
-										    : strerror(-r));
-		sd_bus_reply_method_error(c->m, &e);
-		sd_bus_error_free(&e);
+					  helper_message(resp, strerror(-r)));
 	}
 	ipc_close_fds(fds, n_fds);
-	sd_bus_message_unref(c->m);
 	free(c);
 }
 
@@ -166,17 +163,18 @@ method_open_logs(sd_bus_message *m, void *ud, sd_bus_error *err)
 	struct open_logs_ctx *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
-	c->m = sd_bus_message_ref(m);
+	c->op = operation_new(m);
+	if (!c->op) {
+		free(c);
+		return -ENOMEM;
+	}
 	snprintf(c->id, sizeof c->id, "%s", sb->id);
 	Warren__V1__OpenLogsRequest q = WARREN__V1__OPEN_LOGS_REQUEST__INIT;
 	q.id = sb->id;
 	q.follow = follow;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_LOGS;
-	req.open_logs = &q;
-	r = helper_call(HELPER_NETNSD, &req, NULL, 0, 10000, open_logs_done, c);
+	r = netnsd_client_open_logs(&q, 10000, open_logs_done, c);
 	if (r < 0) {
-		sd_bus_message_unref(c->m);
+		operation_cancel(&c->op);
 		free(c);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "netnsd: %s", strerror(-r));
 	}

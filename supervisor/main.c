@@ -2,9 +2,11 @@
  * sandbox state. Loads templates and saved sandboxes, connects to its helpers, takes the bus
  * name, locks itself down (no capabilities, seccomp) and runs. */
 #include "agent-token.h"
+#include "bus-errors.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "notify.h"
 #include "privdrop.h"
 #include "supervisor.h"
@@ -36,6 +38,33 @@ usage(void)
 	       "  --log-journal          log to journald with SANDBOX_ID=, TEMPLATE=, BACKEND=\n"
 	       "                         (default: when stderr is the journal)\n" DAEMON_COMMON_HELP);
 }
+
+/* What the helpers' links hand up (helper-client.c sits below the features): gateway scrapes
+ * to metrics, everything else to the sandboxes; netnsd coming back re-adopts the sandboxes it
+ * still runs, the gateway coming back gets every route again. */
+static void
+helper_event(const IpcResponse *ev)
+{
+	if (ev->body_case == WARREN__V1__RESPONSE__BODY_METRICS_NEEDED) {
+		metrics_on_needed(ev->metrics_needed->seq);
+		return;
+	}
+	sandbox_on_event(ev);
+}
+
+static void
+helper_connected(int which)
+{
+	if (which == HELPER_NETNSD)
+		sandboxes_reconcile(sup);
+	else if (which == HELPER_GATEWAY)
+		sandboxes_push_routes(sup);
+}
+
+static const struct helper_hooks helper_hooks = {
+	.event = helper_event,
+	.connected = helper_connected,
+};
 
 int
 main(int argc, char **argv)
@@ -177,13 +206,15 @@ main(int argc, char **argv)
 	s.dc.base = event_base_new();
 	templates_load(&s);
 	sandboxes_load(&s);
+	if ((r = bus_errors_init()) < 0)
+		return log_error_errno(r, "D-Bus error map: %m"), 1;
 	if ((r = manager_dbus_init(&s)) < 0 || (r = sandbox_dbus_init(&s)) < 0)
 		return log_error_errno(r, "D-Bus objects: %m"), 1;
 	r = sd_bus_request_name(s.bus, BUS_NAME, 0);
 	if (r < 0)
 		return log_error_errno(r, "Cannot own %s (D-Bus policy installed?): %m", BUS_NAME), 1;
 	bus_attach_event(s.bus, s.dc.base);
-	helpers_init(&s);
+	helpers_init(s.dc.base, s.helpers, &helper_hooks);
 	notify_send("READY=1");
 	log_info("Ready on the system bus as %s", BUS_NAME);
 	daemon_run(&s.dc);

@@ -11,6 +11,8 @@
 #include "clock.h"
 #include "fileio.h"
 #include "log.h"
+#include "netnsd-client.h"
+#include "gateway-client.h"
 #include "macro.h"
 #include "prom.h"
 #include "supervisor.h"
@@ -322,10 +324,7 @@ metrics_push(uint64_t seq, const Warren__V1__SlotCountersResponse *sc)
 		q.text.data = (uint8_t *)b.data + off;
 		q.text.len = n;
 		q.last = off + n == b.len;
-		IpcRequest req = WARREN__V1__REQUEST__INIT;
-		req.body_case = WARREN__V1__REQUEST__BODY_PUSH_METRICS;
-		req.push_metrics = &q;
-		if (helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, ignore_reply, NULL) < 0)
+		if (gateway_client_push_metrics(&q, 5000, ignore_reply, NULL) < 0)
 			break;
 		off += n;
 	} while (off < b.len);
@@ -348,11 +347,8 @@ counters_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 void
 metrics_on_needed(uint64_t seq)
 {
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	Warren__V1__SlotCountersRequest q = WARREN__V1__SLOT_COUNTERS_REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_SLOT_COUNTERS;
-	req.slot_counters = &q;
-	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 1000, counters_done, (void *)(uintptr_t)seq) <
+	if (netnsd_client_slot_counters(&q, 1000, counters_done, (void *)(uintptr_t)seq) <
 	    0)
 		metrics_push(seq, NULL);
 }

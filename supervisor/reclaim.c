@@ -2,6 +2,7 @@
  * to (z)swap, and hold any thaw until that is done; the swap/zswap set-up over D-Bus. */
 #include "fileio.h"
 #include "log.h"
+#include "snapshotd-client.h"
 #include "macro.h"
 #include "metrics.h"
 #include "supervisor.h"
@@ -34,7 +35,7 @@ reclaim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 					       NULL);
 	} else
 		log_warning("Sandbox %s: reclaim failed: %s", sb->id,
-			    resp && resp->message ? resp->message : strerror(-r));
+			    helper_message(resp, strerror(-r)));
 	if (sb->thaw_pending) {
 		sb->thaw_pending = false;
 		sd_bus_message *m = TAKE_PTR(sb->thaw_msg);
@@ -54,33 +55,26 @@ reclaim_after_freeze(struct sandbox *sb)
 	snprintf(c->id, sizeof c->id, "%s", sb->id);
 	Warren__V1__ReclaimRequest q = WARREN__V1__RECLAIM_REQUEST__INIT;
 	q.id = sb->id;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_RECLAIM;
-	req.reclaim = &q;
 	sb->reclaiming = true;
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, reclaim_done, c) < 0)
+	if (snapshotd_client_reclaim(&q, 10000, reclaim_done, c) < 0)
 		reclaim_done(NULL, -ENOTCONN, NULL, 0, c);
 }
 
 static void
 setup_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
-	sd_bus_message *m = ud;
+	struct operation *op = ud;
 	ipc_close_fds(fds, n_fds);
 	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_SETUP_RECLAIM) {
 		const Warren__V1__SetupReclaimResponse *o = resp->setup_reclaim;
-		sd_bus_reply_method_return(m, "tbtts", o->swap_bytes, o->zswap_enabled,
+		operation_return(&op, "tbtts", o->swap_bytes, o->zswap_enabled,
 					   o->zswap_pool_bytes, o->zswapped_bytes, o->compressor);
 		sd_bus_emit_properties_changed(sup->bus, MANAGER_PATH, MANAGER_IFACE, "SwapBytes",
 					       "ZswapEnabled", NULL);
 	} else {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_error_setf(&e, ERR("ReclaimSetupFailed"), "%s",
-				  resp && resp->message ? resp->message : strerror(-r));
-		sd_bus_reply_method_error(m, &e);
-		sd_bus_error_free(&e);
+		operation_error(&op, ERR("ReclaimSetupFailed"), "%s",
+				helper_message(resp, strerror(-r)));
 	}
-	sd_bus_message_unref(m);
 }
 
 int
@@ -93,14 +87,13 @@ reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_bytes,
 	q.compressor = (char *)compressor;
 	q.max_pool_percent = max_pool_percent;
 	q.undo = undo;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_SETUP_RECLAIM;
-	req.setup_reclaim = &q;
-	sd_bus_message_ref(m);
+	struct operation *op = operation_new(m);
+	if (!op)
+		return -ENOMEM;
 	/* writing the swap file takes a few seconds */
-	int r = helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 120000, setup_done, m);
+	int r = snapshotd_client_setup_reclaim(&q, 120000, setup_done, op);
 	if (r < 0) {
-		sd_bus_message_unref(m);
+		operation_cancel(&op);
 		return r;
 	}
 	return 1;

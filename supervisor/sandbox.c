@@ -5,6 +5,8 @@
 #include "clock.h"
 #include "fileio.h"
 #include "log.h"
+#include "netnsd-client.h"
+#include "gateway-client.h"
 #include "macro.h"
 #include "exec.h"
 #include "agent-token.h"
@@ -155,7 +157,7 @@ ipc_ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *u
 	ipc_close_fds(fds, n_fds);
 	if (r < 0)
 		log_debug_errno(r, "Helper call %s: %s", (const char *)ud,
-				resp && resp->message ? resp->message : "");
+				helper_message(resp, ""));
 }
 
 /* Tell the gateway how to reach the sandbox and in which state it is. */
@@ -194,10 +196,7 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 		if (!sb->reason[0])
 			q.reason = (char *)sandbox_state_to_string(sb->state);
 	}
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_SET_ROUTE;
-	req.set_route = &q;
-	if (helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, cb ? cb : ipc_ignore_reply,
+	if (gateway_client_set_route(&q, 5000, cb ? cb : ipc_ignore_reply,
 			cb ? ud : (void *)"set_route") < 0 && cb)
 		cb(NULL, -ENOTCONN, NULL, 0, ud);
 }
@@ -216,10 +215,7 @@ route_remove(struct sandbox *sb)
 {
 	Warren__V1__RemoveRouteRequest q = WARREN__V1__REMOVE_ROUTE_REQUEST__INIT;
 	q.id = sb->id;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_ROUTE;
-	req.remove_route = &q;
-	helper_call(HELPER_GATEWAY, &req, NULL, 0, 5000, ipc_ignore_reply, "remove_route");
+	gateway_client_remove_route(&q, 5000, ipc_ignore_reply, "remove_route");
 }
 
 void
@@ -263,7 +259,7 @@ release_slot_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *
 {
 	ipc_close_fds(fds, n_fds);
 	if (r < 0 && r != -ENOENT)
-		log_warning_errno(r, "Releasing slot: %s", resp && resp->message ? resp->message : "%m");
+		log_warning_errno(r, "Releasing slot: %s", helper_message(resp, "%m"));
 	release_finish(ud);
 }
 
@@ -276,10 +272,7 @@ release_slot(struct release *rl)
 	}
 	Warren__V1__ReleaseSlotRequest q = WARREN__V1__RELEASE_SLOT_REQUEST__INIT;
 	q.slot = (uint32_t)rl->slot;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_RELEASE_SLOT;
-	req.release_slot = &q;
-	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 10000, release_slot_done, rl) < 0)
+	if (netnsd_client_release_slot(&q, 10000, release_slot_done, rl) < 0)
 		release_finish(rl);
 }
 
@@ -290,7 +283,7 @@ destroy_runtime_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, voi
 	struct release *rl = ud;
 	if (r < 0 && r != -ENOENT)
 		log_warning_errno(r, "Destroying runtime: %s",
-				  resp && resp->message ? resp->message : "%m");
+				  helper_message(resp, "%m"));
 	if (r < 0 && r != -ENOENT && resp) {
 		/* netnsd answered that the runtime could not be removed: its slot is not free and
 		 * is not given back (netnsd still lists the runtime; a re-sync removes it) */
@@ -318,10 +311,7 @@ sandbox_release(struct sandbox *sb, bool forget)
 	sb->runtime_alive = false;
 	Warren__V1__DestroySandboxRequest q = WARREN__V1__DESTROY_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX;
-	req.destroy_sandbox = &q;
-	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 60000, destroy_runtime_done, rl) < 0)
+	if (netnsd_client_destroy_sandbox(&q, 60000, destroy_runtime_done, rl) < 0)
 		release_slot(rl);
 }
 
@@ -418,7 +408,7 @@ spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (!sb->runtime_alive) {
 		char reason[256];
 		snprintf(reason, sizeof reason, "could not start: %s",
-			 resp && resp->message && resp->message[0] ? resp->message : strerror(-r));
+			 helper_message(resp, strerror(-r)));
 		sandbox_fail(sb, SANDBOX_FAILED, reason);
 	}
 }
@@ -447,20 +437,16 @@ spawn(struct sandbox *sb)
 	q.pids_limit = t->pids_max;
 	q.cpu_millis = t->cpu_millis;
 	q.backend = (Warren__V1__Backend)sb->backend;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	Warren__V1__RestoreSandboxRequest rq = WARREN__V1__RESTORE_SANDBOX_REQUEST__INIT;
 	int fds[2] = {sb->nsfd, sb->image_fd};
+	sb->spawning = true;
+	int r;
 	if (sb->image_fd >= 0) {
 		rq.spawn = &q;
-		req.body_case = WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX;
-		req.restore_sandbox = &rq;
+		r = netnsd_client_restore_sandbox(&rq, fds, 2, 120000, spawn_done, strdup(sb->id));
 	} else {
-		req.body_case = WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX;
-		req.spawn_sandbox = &q;
+		r = netnsd_client_spawn_sandbox(&q, fds, 1, 120000, spawn_done, strdup(sb->id));
 	}
-	sb->spawning = true;
-	int r = helper_call(HELPER_NETNSD, &req, fds, sb->image_fd >= 0 ? 2 : 1, 120000, spawn_done,
-			    strdup(sb->id));
 	for (size_t i = 0; env[i]; i++)
 		free(env[i]);
 	free(env);
@@ -506,13 +492,13 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		if (r == -EAGAIN)
 			fail_create(sb, ERR("PoolExhausted"),
 				    "No namespace slot became free in time: %s",
-				    resp && resp->message ? resp->message : "pool exhausted");
+				    helper_message(resp, "pool exhausted"));
 		else if (r == -ENOMEM) /* netnsd's admission: the host's memory is spoken for */
 			fail_create(sb, ERR("HostFull"), "The host cannot hold another sandbox: %s",
-				    resp && resp->message ? resp->message : "host full");
+				    helper_message(resp, "host full"));
 		else
 			fail_create(sb, ERR("HelperUnavailable"), "netnsd could not claim a slot: %s",
-				    resp && resp->message ? resp->message : strerror(-r));
+				    helper_message(resp, strerror(-r)));
 		sandbox_forget(sb);
 		return;
 	}
@@ -561,10 +547,7 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
 	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
 	q.allow_outbound = t->allow_outbound;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_CLAIM_SLOT;
-	req.claim_slot = &q;
-	int r = helper_call(HELPER_NETNSD, &req, NULL, 0, q.timeout_ms + 5000, claim_done,
+	int r = netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done,
 			    strdup(id));
 	if (r < 0) {
 		sb->create_msg = sd_bus_message_unref(sb->create_msg);
@@ -757,7 +740,7 @@ sandbox_on_event(const IpcResponse *ev)
 struct freeze_ctx {
 	char id[SANDBOX_ID_LEN + 1];
 	bool freeze;
-	sd_bus_message *m;
+	struct operation *op; /* Freeze/Thaw on D-Bus; NULL: the gateway asked */
 };
 
 static void
@@ -772,19 +755,11 @@ freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		if (f->freeze)
 			reclaim_after_freeze(sb);
 	}
-	if (f->m) {
-		if (r == 0)
-			sd_bus_reply_method_return(f->m, "");
-		else {
-			sd_bus_error e = SD_BUS_ERROR_NULL;
-			sd_bus_error_setf(&e, ERR("BadState"), "%s failed: %s",
-					  f->freeze ? "Freeze" : "Thaw",
-					  resp && resp->message ? resp->message : strerror(-r));
-			sd_bus_reply_method_error(f->m, &e);
-			sd_bus_error_free(&e);
-		}
-		sd_bus_message_unref(f->m);
-	}
+	if (r == 0)
+		operation_return(&f->op, "");
+	else
+		operation_error(&f->op, ERR("BadState"), "%s failed: %s",
+				f->freeze ? "Freeze" : "Thaw", helper_message(resp, strerror(-r)));
 	free(f);
 }
 
@@ -803,14 +778,11 @@ freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m)
 	struct freeze_ctx *f = calloc(1, sizeof *f);
 	snprintf(f->id, sizeof f->id, "%s", sb->id);
 	f->freeze = freeze;
-	f->m = m ? sd_bus_message_ref(m) : NULL;
+	f->op = operation_new(m);
 	Warren__V1__FreezeSandboxRequest q = WARREN__V1__FREEZE_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
 	q.freeze = freeze;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_FREEZE_SANDBOX;
-	req.freeze_sandbox = &q;
-	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 10000, freeze_done, f) < 0)
+	if (netnsd_client_freeze_sandbox(&q, 10000, freeze_done, f) < 0)
 		freeze_done(NULL, -ENOTCONN, NULL, 0, f);
 }
 
@@ -945,10 +917,7 @@ void
 sandboxes_reconcile(struct supervisor *s)
 {
 	Warren__V1__ListSandboxesRequest q = WARREN__V1__LIST_SANDBOXES_REQUEST__INIT;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_LIST_SANDBOXES;
-	req.list_sandboxes = &q;
-	helper_call(HELPER_NETNSD, &req, NULL, 0, 10000, reconcile_done, NULL);
+	netnsd_client_list_sandboxes(&q, 10000, reconcile_done, NULL);
 }
 
 void

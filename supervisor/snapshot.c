@@ -8,6 +8,8 @@
 #include "fault.h"
 #include "clock.h"
 #include "log.h"
+#include "netnsd-client.h"
+#include "snapshotd-client.h"
 #include "macro.h"
 #include "dbus-input.h"
 #include "exec.h"
@@ -33,10 +35,7 @@ image_open_call(const char *tag, unsigned timeout_ms, ipc_reply_fn cb, void *ud)
 {
 	Warren__V1__OpenImageRequest q = WARREN__V1__OPEN_IMAGE_REQUEST__INIT;
 	q.tag = (char *)tag;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
-	req.open_image = &q;
-	return helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, timeout_ms, cb, ud);
+	return snapshotd_client_open_image(&q, timeout_ms, cb, ud);
 }
 
 int
@@ -44,16 +43,13 @@ image_remove_call(const char *tag, ipc_reply_fn cb, void *ud)
 {
 	Warren__V1__RemoveImageRequest q = WARREN__V1__REMOVE_IMAGE_REQUEST__INIT;
 	q.tag = (char *)tag;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMAGE;
-	req.remove_image = &q;
-	return helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 60000, cb, ud);
+	return snapshotd_client_remove_image(&q, 60000, cb, ud);
 }
 
 /* ---- fork jobs: count children from one image ---- */
 
 struct fork_job {
-	sd_bus_message *m;
+	struct operation *op; /* ForkTag or BranchSandbox; NULL: nobody waits */
 	char tag[33];
 	unsigned pending, count;
 	char **ids;
@@ -66,23 +62,20 @@ struct fork_job {
 static void
 fork_job_finish(struct fork_job *j)
 {
-	if (j->m) {
+	if (j->op) {
 		if (j->n_ids == 0) {
-			sd_bus_error e = SD_BUS_ERROR_NULL;
-			sd_bus_error_setf(&e, ERR("SpawnFailed"), "No child of %s started: %s", j->tag,
-					  j->error);
-			sd_bus_reply_method_error(j->m, &e);
-			sd_bus_error_free(&e);
+			operation_error(&j->op, ERR("SpawnFailed"), "No child of %s started: %s",
+					j->tag, j->error);
 		} else {
 			j->ids[j->n_ids] = NULL;
 			metrics_fork_done(j->t0);
 			sd_bus_message *reply = NULL;
-			if (sd_bus_message_new_method_return(j->m, &reply) >= 0 &&
+			if (operation_new_return(j->op, &reply) >= 0 &&
 			    sd_bus_message_append_strv(reply, j->ids) >= 0)
-				sd_bus_send(NULL, reply, NULL);
+				operation_send(&j->op, reply);
 			sd_bus_message_unref(reply);
 		}
-		sd_bus_message_unref(j->m);
+		operation_cancel(&j->op); /* the answer could not be built or sent */
 	}
 	for (unsigned i = 0; i < j->n_ids; i++)
 		free(j->ids[i]);
@@ -97,7 +90,7 @@ fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *err
 {
 	if (ok) {
 		j->ids[j->n_ids++] = strdup(id);
-		logs_owner_set(id, j->m);
+		logs_owner_set(id, operation_message(j->op));
 		sandbox_route_refresh(id);
 	}
 	else if (error)
@@ -114,7 +107,7 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_OPEN_IMAGE || n_fds != 1) {
 		ipc_close_fds(fds, n_fds);
 		snprintf(j->error, sizeof j->error, "%s",
-			 resp && resp->message ? resp->message : strerror(-r));
+			 helper_message(resp, strerror(-r)));
 		fork_job_finish(j);
 		return;
 	}
@@ -141,10 +134,13 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 }
 
 static int
-fork_start(sd_bus_message *m, const char *tag, unsigned count)
+fork_start(struct operation **op, const char *tag, unsigned count)
 {
 	struct fork_job *j = calloc(1, sizeof *j);
-	j->m = m ? sd_bus_message_ref(m) : NULL;
+	if (!j)
+		return -ENOMEM;
+	j->op = *op; /* taken; given back below when the fork cannot start */
+	*op = NULL;
 	snprintf(j->tag, sizeof j->tag, "%s", tag);
 	j->count = count;
 	j->ids = calloc(count + 1, sizeof *j->ids);
@@ -152,7 +148,7 @@ fork_start(sd_bus_message *m, const char *tag, unsigned count)
 	j->t0 = now_usec();
 	int r = image_open_call(tag, 60000, fork_open_done, j);
 	if (r < 0) {
-		j->m = sd_bus_message_unref(j->m);
+		*op = TAKE_PTR(j->op); /* the caller answers */
 		fork_job_finish(j);
 	}
 	return r;
@@ -174,9 +170,12 @@ method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return r;
 	if (count < 1 || count > 200)
 		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
-	r = fork_start(m, tag, count);
-	if (r < 0)
+	struct operation *op = operation_new(m);
+	r = fork_start(&op, tag, count);
+	if (r < 0) {
+		operation_cancel(&op); /* answered by the error returned to sd-bus */
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));
+	}
 	return 1;
 }
 
@@ -186,7 +185,7 @@ struct snap {
 	char id[SANDBOX_ID_LEN + 1];
 	char tag[33];
 	char temp[128];
-	sd_bus_message *m;
+	struct operation *op; /* NULL: a warm template's image, nobody waits */
 	unsigned fork_count; /* BranchSandbox: children to fork once the image is sealed */
 	bool discard_parent; /* a warm template's image: the parent is not restored */
 	bool still_running;  /* a microVM resumed in place: nothing to restore */
@@ -197,19 +196,13 @@ struct snap {
 static void
 snap_reply_error(struct snap *sn, const char *name, const char *msg)
 {
-	if (sn->m) {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_error_setf(&e, name, "Snapshot %s: %s", sn->tag, msg);
-		sd_bus_reply_method_error(sn->m, &e);
-		sd_bus_error_free(&e);
-		sn->m = sd_bus_message_unref(sn->m);
-	}
+	operation_error(&sn->op, name, "Snapshot %s: %s", sn->tag, msg);
 }
 
 static void
 snap_free(struct snap *sn)
 {
-	sd_bus_message_unref(sn->m);
+	operation_cancel(&sn->op);
 	free(sn);
 }
 
@@ -225,7 +218,7 @@ parent_restore_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds,
 	}
 	if (r < 0 || n_fds != 1) {
 		ipc_close_fds(fds, n_fds);
-		sandbox_restore_failed(sb, resp && resp->message ? resp->message : strerror(-r));
+		sandbox_restore_failed(sb, helper_message(resp, strerror(-r)));
 		snap_free(sn);
 		return;
 	}
@@ -256,22 +249,17 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		log_info("Sandbox %s: image %s sealed (%llu KiB) %llu ms after the pause began",
 			 sn->id, sn->tag, (unsigned long long)(sn->size >> 10),
 			 (unsigned long long)((now_usec() - sn->t0) / 1000));
-		if (sn->fork_count && sn->m) {
-			/* BranchSandbox: fork_start takes its own reference and, when it cannot
-			 * ask snapshotd, answers nothing (ForkTag's method answers then): answer
-			 * here, or the caller waits forever */
-			int fr = fork_start(sn->m, sn->tag, sn->fork_count);
-			if (fr < 0)
+		if (sn->fork_count) {
+			/* BranchSandbox: when fork_start cannot ask snapshotd it leaves the
+			 * operation here: answer it, or the caller waits forever */
+			if (fork_start(&sn->op, sn->tag, sn->fork_count) < 0)
 				snap_reply_error(sn, ERR("HelperUnavailable"),
 						 "sealed, but snapshotd could not open it to fork");
-			sn->m = sd_bus_message_unref(sn->m);
-		} else if (sn->m) {
-			sd_bus_reply_method_return(sn->m, "st", sn->tag, sn->size);
-			sn->m = sd_bus_message_unref(sn->m);
-		}
+		} else
+			operation_return(&sn->op, "st", sn->tag, sn->size);
 	} else
 		snap_reply_error(sn, ERR("SnapshotFailed"),
-				 resp && resp->message ? resp->message : strerror(-r));
+				 helper_message(resp, strerror(-r)));
 	if (sn->discard_parent) {
 		if (sb) {
 			sb->warmer = false;
@@ -289,15 +277,12 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	 * from the image just written. */
 	Warren__V1__DestroySandboxRequest q = WARREN__V1__DESTROY_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX;
-	req.destroy_sandbox = &q;
 	if (r < 0) {
 		sandbox_restore_failed(sb, "its image could not be sealed");
 		snap_free(sn);
 		return;
 	}
-	if (helper_call(HELPER_NETNSD, &req, NULL, 0, 60000, old_runtime_gone, sn) < 0)
+	if (netnsd_client_destroy_sandbox(&q, 60000, old_runtime_gone, sn) < 0)
 		old_runtime_gone(NULL, -ENOTCONN, NULL, 0, sn);
 }
 
@@ -310,13 +295,10 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 	if (r < 0) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "checkpoint failed: %s",
-			 resp && resp->message ? resp->message : strerror(-r));
+			 helper_message(resp, strerror(-r)));
 		Warren__V1__AbortImageRequest q = WARREN__V1__ABORT_IMAGE_REQUEST__INIT;
 		q.temp_name = sn->temp;
-		IpcRequest req = WARREN__V1__REQUEST__INIT;
-		req.body_case = WARREN__V1__REQUEST__BODY_ABORT_IMAGE;
-		req.abort_image = &q;
-		helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, ipc_ignore_reply, NULL);
+		snapshotd_client_abort_image(&q, 10000, ipc_ignore_reply, NULL);
 		snap_reply_error(sn, ERR("SnapshotFailed"), msg);
 		/* a failed checkpoint kills the container in this runsc; a microVM resumes */
 		if (sb && sb->backend == BACKEND_MICROVM)
@@ -341,10 +323,7 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 	q.parent = sn->id;
 	q.template_name = sb ? sb->template_name : "";
 	q.backend = sb ? (Warren__V1__Backend)sb->backend : WARREN__V1__BACKEND__BACKEND_GVISOR;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
-	req.commit_image = &q;
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 120000, commit_done, sn) < 0)
+	if (snapshotd_client_commit_image(&q, 120000, commit_done, sn) < 0)
 		commit_done(NULL, -ENOTCONN, NULL, 0, sn);
 }
 
@@ -356,7 +335,7 @@ prepare_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r < 0 || !resp || n_fds != 1 || !sb) {
 		ipc_close_fds(fds, n_fds);
 		snap_reply_error(sn, r == -EEXIST ? ERR("TagExists") : ERR("SnapshotFailed"),
-				 resp && resp->message ? resp->message : strerror(-r));
+				 helper_message(resp, strerror(-r)));
 		if (sb)
 			sandbox_snapshot_aborted(sb);
 		snap_free(sn);
@@ -365,12 +344,9 @@ prepare_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	snprintf(sn->temp, sizeof sn->temp, "%s", resp->prepare_image->temp_name);
 	Warren__V1__CheckpointSandboxRequest q = WARREN__V1__CHECKPOINT_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX;
-	req.checkpoint_sandbox = &q;
 	sn->t0 = now_usec();
 	progress("snapshot", sn->tag, "checkpointing", 1, 3);
-	r = helper_call(HELPER_NETNSD, &req, fds, 1, 120000, checkpoint_done, sn);
+	r = netnsd_client_checkpoint_sandbox(&q, fds, 1, 120000, checkpoint_done, sn);
 	close(fds[0]);
 	if (r < 0)
 		checkpoint_done(NULL, r, NULL, 0, sn);
@@ -399,17 +375,14 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	struct snap *sn = calloc(1, sizeof *sn);
 	snprintf(sn->id, sizeof sn->id, "%s", sb->id);
 	snprintf(sn->tag, sizeof sn->tag, "%s", tag);
-	sn->m = sd_bus_message_ref(m);
+	sn->op = operation_new(m);
 	sn->fork_count = fork_count;
 	sn->discard_parent = discard_parent;
 	sandbox_snapshot_begin(sb);
 	Warren__V1__PrepareImageRequest q = WARREN__V1__PREPARE_IMAGE_REQUEST__INIT;
 	q.tag = (char *)tag;
 	q.sandbox_id = sb->id; /* snapshotd refuses at once when the store has no room */
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_PREPARE_IMAGE;
-	req.prepare_image = &q;
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, prepare_done, sn) < 0) {
+	if (snapshotd_client_prepare_image(&q, 10000, prepare_done, sn) < 0) {
 		sandbox_snapshot_aborted(sb);
 		snap_free(sn);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
@@ -460,17 +433,14 @@ method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 static void
 list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
-	sd_bus_message *m = ud;
+	struct operation *op = ud;
 	ipc_close_fds(fds, n_fds);
 	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_LIST_IMAGES) {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_error_setf(&e, ERR("HelperUnavailable"), "snapshotd: %s",
-				  resp && resp->message ? resp->message : strerror(-r));
-		sd_bus_reply_method_error(m, &e);
-		sd_bus_error_free(&e);
+		operation_error(&op, ERR("HelperUnavailable"), "snapshotd: %s",
+				helper_message(resp, strerror(-r)));
 	} else {
 		sd_bus_message *reply = NULL;
-		sd_bus_message_new_method_return(m, &reply);
+		operation_new_return(op, &reply);
 		sd_bus_message_open_container(reply, 'a', "(sstbts)");
 		for (size_t i = 0; i < resp->list_images->n_images; i++) {
 			const Warren__V1__ImageInfo *im = resp->list_images->images[i];
@@ -478,10 +448,10 @@ list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 					      im->compressed, im->created_usec, im->parent);
 		}
 		sd_bus_message_close_container(reply);
-		sd_bus_send(NULL, reply, NULL);
+		operation_send(&op, reply);
 		sd_bus_message_unref(reply);
 	}
-	sd_bus_message_unref(m);
+	operation_cancel(&op); /* answered, or the answer could not be sent */
 }
 
 int
@@ -491,12 +461,11 @@ method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (rc_ < 0)
 		return rc_;
 	Warren__V1__ListImagesRequest q = WARREN__V1__LIST_IMAGES_REQUEST__INIT;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_LIST_IMAGES;
-	req.list_images = &q;
-	sd_bus_message_ref(m);
-	if (helper_call(HELPER_SNAPSHOTD, &req, NULL, 0, 10000, list_tags_done, m) < 0) {
-		sd_bus_message_unref(m);
+	struct operation *op = operation_new(m);
+	if (!op)
+		return -ENOMEM;
+	if (snapshotd_client_list_images(&q, 10000, list_tags_done, op) < 0) {
+		operation_cancel(&op);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
 	}
 	return 1;
@@ -505,17 +474,13 @@ method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
 static void
 remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
-	sd_bus_message *m = ud;
+	struct operation *op = ud;
 	ipc_close_fds(fds, n_fds);
-	if (r < 0) {
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		sd_bus_error_setf(&e, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"), "%s",
-				  resp && resp->message ? resp->message : strerror(-r));
-		sd_bus_reply_method_error(m, &e);
-		sd_bus_error_free(&e);
-	} else
-		sd_bus_reply_method_return(m, "");
-	sd_bus_message_unref(m);
+	if (r < 0)
+		operation_error(&op, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"),
+				"%s", helper_message(resp, strerror(-r)));
+	else
+		operation_return(&op, "");
 }
 
 int
@@ -541,9 +506,11 @@ method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 						 "Sandbox %s is being restored from %s; try again "
 						 "once it runs",
 						 sb->id, tag);
-	sd_bus_message_ref(m);
-	if (image_remove_call(tag, remove_tag_done, m) < 0) {
-		sd_bus_message_unref(m);
+	struct operation *op = operation_new(m);
+	if (!op)
+		return -ENOMEM;
+	if (image_remove_call(tag, remove_tag_done, op) < 0) {
+		operation_cancel(&op);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
 	}
 	return 1;

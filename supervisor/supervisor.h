@@ -6,16 +6,18 @@
 #include <systemd/sd-bus.h>
 
 #include "backend.h"
+#include "bus-errors.h"
 #include "daemon.h"
+#include "helper-client.h"
 #include "ipc-client.h"
 #include "names.h"
+#include "operation.h"
 
 #define BUS_NAME "org.warren.Warren1"
 #define MANAGER_PATH "/org/warren/Warren1"
 #define MANAGER_IFACE "org.warren.Warren1.Manager"
 #define SANDBOX_PREFIX "/org/warren/Warren1/sandbox"
 #define SANDBOX_IFACE "org.warren.Warren1.Sandbox"
-#define ERR(x) "org.warren.Warren1.Error." x
 
 struct template {
 	char name[33];
@@ -89,18 +91,6 @@ struct sandbox {
 	struct sandbox *next;
 };
 
-struct helper {
-	const char *name;
-	char *socket;
-	uid_t uid; /* expected server uid */
-	struct ipc_client *client;
-	struct event *reconnect, *poll;
-	bool up, warned;
-	Warren__V1__StatusResponse *status;
-};
-
-enum { HELPER_NETNSD, HELPER_SNAPSHOTD, HELPER_GATEWAY, HELPER_MAX };
-
 struct supervisor {
 	struct daemon_common dc;
 	sd_bus *bus;
@@ -118,11 +108,6 @@ struct supervisor {
 
 extern struct supervisor *sup;
 
-/* helper-client.c */
-void helpers_init(struct supervisor *s);
-struct ipc_client *helper(int which); /* NULL when not connected */
-int helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
-		ipc_reply_fn cb, void *ud);
 
 /* templates.c */
 int templates_load(struct supervisor *s);
@@ -224,7 +209,6 @@ int sandbox_dbus_init(struct supervisor *s);
 void sandbox_dbus_emit_new(struct sandbox *sb, bool added);
 void sandbox_dbus_emit_state(struct sandbox *sb);
 const char *sandbox_dbus_cgroup_parent(void); /* where netnsd puts sandbox cgroups */
-int bus_errno_to_error(int r, sd_bus_error *err, const char *fmt, ...);
 
 /* bus-event.c */
 int bus_attach_event(sd_bus *bus, struct event_base *base);

@@ -5,6 +5,7 @@
  * with the same code (netnsd/spawner/rootfs.c). The spawner checks again at every create (the
  * tree may change after AddTemplate; its cache notices). */
 #include "log.h"
+#include "netnsd-client.h"
 #include "supervisor.h"
 
 #include <errno.h>
@@ -13,7 +14,7 @@
 
 struct check_ctx {
 	struct template *t;
-	sd_bus_message *m;
+	struct operation *op;
 };
 
 static void
@@ -22,10 +23,9 @@ rootfs_checked(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	struct check_ctx *c = ud;
 	ipc_close_fds(fds, n_fds);
 	if (r < 0) {
-		const char *why = resp && resp->message && resp->message[0] ? resp->message
-									 : strerror(-r);
+		const char *why = helper_message(resp, strerror(-r));
 		log_warning("Template %s refused: %s", c->t->name, why);
-		sd_bus_reply_method_errorf(c->m, r == -ENOTCONN || r == -ETIMEDOUT
+		operation_error(&c->op, r == -ENOTCONN || r == -ETIMEDOUT
 							 ? ERR("HelperUnavailable")
 							 : ERR("InvalidPath"),
 					   "Template %s: %s", c->t->name, why);
@@ -34,13 +34,12 @@ rootfs_checked(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		/* checked again: another AddTemplate of the same name may have come meanwhile */
 		sd_bus_error e = SD_BUS_ERROR_NULL;
 		if (template_add(sup, c->t, &e) < 0) {
-			sd_bus_reply_method_error(c->m, &e);
+			operation_error_bus(&c->op, &e);
 			template_free(c->t);
 		} else
-			sd_bus_reply_method_return(c->m, "");
+			operation_return(&c->op, "");
 		sd_bus_error_free(&e);
 	}
-	sd_bus_message_unref(c->m);
 	free(c);
 }
 
@@ -56,15 +55,16 @@ template_add_checked(struct supervisor *s, struct template *t, sd_bus_message *m
 		return -ENOMEM;
 	Warren__V1__CheckRootfsRequest q = WARREN__V1__CHECK_ROOTFS_REQUEST__INIT;
 	q.rootfs = t->rootfs;
-	IpcRequest req = WARREN__V1__REQUEST__INIT;
-	req.body_case = WARREN__V1__REQUEST__BODY_CHECK_ROOTFS;
-	req.check_rootfs = &q;
 	c->t = t;
-	c->m = sd_bus_message_ref(m);
+	c->op = operation_new(m);
+	if (!c->op) {
+		free(c);
+		return -ENOMEM;
+	}
 	/* a big tree is walked once (then cached by the spawner): up to two minutes */
-	r = helper_call(HELPER_NETNSD, &req, NULL, 0, 120000, rootfs_checked, c);
+	r = netnsd_client_check_rootfs(&q, 120000, rootfs_checked, c);
 	if (r < 0) {
-		sd_bus_message_unref(c->m);
+		operation_cancel(&c->op);
 		free(c);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
 					 "netnsd, which checks the template's rootfs, is not "

@@ -22,7 +22,7 @@
 const char *template_importd_socket = "/run/warren/importd.sock";
 
 struct import_job {
-	sd_bus_message *msg;
+	struct operation *op; /* the ImportTemplate call */
 	struct template *t; /* the caller's options; completed from the image */
 	bool argv_set, port_set, memory_set;
 };
@@ -67,7 +67,7 @@ job_free(struct import_job *j)
 {
 	if (!j)
 		return;
-	sd_bus_message_unref(j->msg);
+	operation_cancel(&j->op); /* answered, or the answer could not be sent */
 	if (j->t)
 		template_free(j->t);
 	free(j);
@@ -79,7 +79,7 @@ removed_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	ipc_close_fds(fds, n_fds);
 	if (r < 0)
 		log_warning_errno(r, "Imported tree %s stays: %s", (char *)ud,
-				  resp && resp->message ? resp->message : "%m");
+				  helper_message(resp, "%m"));
 	free(ud);
 }
 
@@ -155,8 +155,7 @@ import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		: NULL;
 	if (r < 0 || !res) {
 		sd_bus_error_setf(&err, ERR("ImportFailed"), "Importing %s failed: %s", t->name,
-				  resp && resp->message && resp->message[0] ? resp->message
-									    : strerror(r < 0 ? -r : EIO));
+				  helper_message(resp, strerror(r < 0 ? -r : EIO)));
 		goto out;
 	}
 	bool tree_ours = true;
@@ -205,7 +204,7 @@ import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		goto remove;
 	j->t = NULL; /* the template list has it */
 	sd_bus_message *reply = NULL;
-	if (sd_bus_message_new_method_return(j->msg, &reply) >= 0) {
+	if (operation_new_return(j->op, &reply) >= 0) {
 		sd_bus_message_open_container(reply, 'a', "{sv}");
 		sd_bus_message_append(reply, "{sv}", "rootfs", "s", t->rootfs);
 		sd_bus_message_append(reply, "{sv}", "digest", "s", res->digest ? res->digest : "");
@@ -215,7 +214,7 @@ import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		sd_bus_message_append(reply, "{sv}", "dropped", "u", res->dropped);
 		sd_bus_message_append(reply, "{sv}", "modes_fixed", "u", res->modes_fixed);
 		sd_bus_message_close_container(reply);
-		sd_bus_send(NULL, reply, NULL);
+		operation_send(&j->op, reply);
 		sd_bus_message_unref(reply);
 	}
 	job_free(j);
@@ -224,7 +223,7 @@ remove:
 	if (tree_ours)
 		template_import_remove_tree(t->name);
 out:
-	sd_bus_reply_method_error(j->msg, &err);
+	operation_error_bus(&j->op, &err);
 	sd_bus_error_free(&err);
 	job_free(j);
 }
@@ -344,7 +343,7 @@ method_import_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 					 "import: %s",
 					 strerror(-r));
 	}
-	j->msg = sd_bus_message_ref(m);
+	j->op = operation_new(m);
 	job = j;
 	log_info("Importing template %s from a %s image", name, format);
 	return 1;

@@ -280,7 +280,7 @@ warm_tag_dropped(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *u
 	ipc_close_fds(fds, n_fds);
 	if (r < 0 && r != -ENOENT)
 		log_warning_errno(r, "Removing warm image %s: %s", (char *)ud,
-				  resp && resp->message ? resp->message : "%m");
+				  helper_message(resp, "%m"));
 	free(ud);
 }
 
