@@ -14,23 +14,23 @@ static const struct {
 	const char *name;
 	int status;
 } codes[] = {
-    [ENVD_OK] = {"ok", 200},
-    [ENVD_CANCELED] = {"canceled", 408},
-    [ENVD_UNKNOWN] = {"unknown", 500},
-    [ENVD_INVALID_ARGUMENT] = {"invalid_argument", 400},
-    [ENVD_DEADLINE_EXCEEDED] = {"deadline_exceeded", 408},
-    [ENVD_NOT_FOUND] = {"not_found", 404},
-    [ENVD_ALREADY_EXISTS] = {"already_exists", 409},
-    [ENVD_PERMISSION_DENIED] = {"permission_denied", 403},
-    [ENVD_RESOURCE_EXHAUSTED] = {"resource_exhausted", 429},
-    [ENVD_FAILED_PRECONDITION] = {"failed_precondition", 412},
-    [ENVD_ABORTED] = {"aborted", 409},
-    [ENVD_OUT_OF_RANGE] = {"out_of_range", 400},
-    [ENVD_UNIMPLEMENTED] = {"unimplemented", 404},
-    [ENVD_INTERNAL] = {"internal", 500},
-    [ENVD_UNAVAILABLE] = {"unavailable", 503},
-    [ENVD_DATA_LOSS] = {"data_loss", 500},
-    [ENVD_UNAUTHENTICATED] = {"unauthenticated", 401},
+	[ENVD_OK] = {"ok", 200},
+	[ENVD_CANCELED] = {"canceled", 408},
+	[ENVD_UNKNOWN] = {"unknown", 500},
+	[ENVD_INVALID_ARGUMENT] = {"invalid_argument", 400},
+	[ENVD_DEADLINE_EXCEEDED] = {"deadline_exceeded", 408},
+	[ENVD_NOT_FOUND] = {"not_found", 404},
+	[ENVD_ALREADY_EXISTS] = {"already_exists", 409},
+	[ENVD_PERMISSION_DENIED] = {"permission_denied", 403},
+	[ENVD_RESOURCE_EXHAUSTED] = {"resource_exhausted", 429},
+	[ENVD_FAILED_PRECONDITION] = {"failed_precondition", 412},
+	[ENVD_ABORTED] = {"aborted", 409},
+	[ENVD_OUT_OF_RANGE] = {"out_of_range", 400},
+	[ENVD_UNIMPLEMENTED] = {"unimplemented", 404},
+	[ENVD_INTERNAL] = {"internal", 500},
+	[ENVD_UNAVAILABLE] = {"unavailable", 503},
+	[ENVD_DATA_LOSS] = {"data_loss", 500},
+	[ENVD_UNAUTHENTICATED] = {"unauthenticated", 401},
 };
 
 const char *
@@ -79,23 +79,23 @@ static const struct {
 	const char *path;
 	enum envd_route route;
 } rpcs[] = {
-    {"/process.Process/Start", ENVD_R_P_START},
-    {"/process.Process/Connect", ENVD_R_P_CONNECT},
-    {"/process.Process/List", ENVD_R_P_LIST},
-    {"/process.Process/Update", ENVD_R_P_UPDATE},
-    {"/process.Process/StreamInput", ENVD_R_P_STREAM_INPUT},
-    {"/process.Process/SendInput", ENVD_R_P_SEND_INPUT},
-    {"/process.Process/SendSignal", ENVD_R_P_SEND_SIGNAL},
-    {"/process.Process/CloseStdin", ENVD_R_P_CLOSE_STDIN},
-    {"/filesystem.Filesystem/Stat", ENVD_R_F_STAT},
-    {"/filesystem.Filesystem/MakeDir", ENVD_R_F_MAKE_DIR},
-    {"/filesystem.Filesystem/Move", ENVD_R_F_MOVE},
-    {"/filesystem.Filesystem/ListDir", ENVD_R_F_LIST_DIR},
-    {"/filesystem.Filesystem/Remove", ENVD_R_F_REMOVE},
-    {"/filesystem.Filesystem/WatchDir", ENVD_R_F_WATCH_DIR},
-    {"/filesystem.Filesystem/CreateWatcher", ENVD_R_F_CREATE_WATCHER},
-    {"/filesystem.Filesystem/GetWatcherEvents", ENVD_R_F_GET_WATCHER_EVENTS},
-    {"/filesystem.Filesystem/RemoveWatcher", ENVD_R_F_REMOVE_WATCHER},
+	{"/process.Process/Start", ENVD_R_P_START},
+	{"/process.Process/Connect", ENVD_R_P_CONNECT},
+	{"/process.Process/List", ENVD_R_P_LIST},
+	{"/process.Process/Update", ENVD_R_P_UPDATE},
+	{"/process.Process/StreamInput", ENVD_R_P_STREAM_INPUT},
+	{"/process.Process/SendInput", ENVD_R_P_SEND_INPUT},
+	{"/process.Process/SendSignal", ENVD_R_P_SEND_SIGNAL},
+	{"/process.Process/CloseStdin", ENVD_R_P_CLOSE_STDIN},
+	{"/filesystem.Filesystem/Stat", ENVD_R_F_STAT},
+	{"/filesystem.Filesystem/MakeDir", ENVD_R_F_MAKE_DIR},
+	{"/filesystem.Filesystem/Move", ENVD_R_F_MOVE},
+	{"/filesystem.Filesystem/ListDir", ENVD_R_F_LIST_DIR},
+	{"/filesystem.Filesystem/Remove", ENVD_R_F_REMOVE},
+	{"/filesystem.Filesystem/WatchDir", ENVD_R_F_WATCH_DIR},
+	{"/filesystem.Filesystem/CreateWatcher", ENVD_R_F_CREATE_WATCHER},
+	{"/filesystem.Filesystem/GetWatcherEvents", ENVD_R_F_GET_WATCHER_EVENTS},
+	{"/filesystem.Filesystem/RemoveWatcher", ENVD_R_F_REMOVE_WATCHER},
 };
 
 static bool
@@ -145,7 +145,7 @@ envd_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8_t *flags, 
 	if (len < 5)
 		return 0;
 	uint32_t n =
-	    (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 | buf[4];
+		(uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 | buf[4];
 	if (n > max)
 		return -EMSGSIZE;
 	if (len - 5 < n)
@@ -421,9 +421,9 @@ envd_multipart_feed(struct envd_multipart *m, const char *buf, size_t len, bool 
 				    !memcmp(m->head + m->head_len - 4, "\r\n\r\n", 4))
 					break;
 			}
-			bool complete =
-			    (m->head_len == 2 && !memcmp(m->head, "\r\n", 2)) ||
-			    (m->head_len >= 4 && !memcmp(m->head + m->head_len - 4, "\r\n\r\n", 4));
+			bool complete = (m->head_len == 2 && !memcmp(m->head, "\r\n", 2)) ||
+					(m->head_len >= 4 &&
+					 !memcmp(m->head + m->head_len - 4, "\r\n\r\n", 4));
 			if (!complete) {
 				if (eof) {
 					m->state = MP_ERROR;
@@ -790,8 +790,8 @@ decode(enum envd_route r, json_t *o, struct envd_request *q)
 		/* one message of the input stream: start {process}, data {input} or keepalive */
 		if ((v = json_object_get(o, "start")))
 			return json_is_object(v)
-				   ? decode_selector(json_object_get(v, "process"), &q->sel)
-				   : ENVD_INVALID_ARGUMENT;
+				       ? decode_selector(json_object_get(v, "process"), &q->sel)
+				       : ENVD_INVALID_ARGUMENT;
 		if ((v = json_object_get(o, "data")))
 			return json_is_object(v) ? decode_input(json_object_get(v, "input"), q)
 						 : ENVD_INVALID_ARGUMENT;

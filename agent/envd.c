@@ -409,7 +409,7 @@ rpc_error(struct conn *c, enum envd_code code, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	json_t *err =
-	    json_pack("{s:s,s:o}", "code", envd_code_to_string(code), "message", jstr(msg));
+		json_pack("{s:s,s:o}", "code", envd_code_to_string(code), "message", jstr(msg));
 	if (!c->enveloped) {
 		respond_json(c, envd_code_http_status(code), err);
 		return;
@@ -1118,7 +1118,7 @@ proc_start(struct conn *c, struct envd_request *q)
 	p->tag = q->tag ? strdup(q->tag) : NULL;
 	p->pty = q->has_pty;
 	p->out = (struct pipe_h){
-	    {q->has_pty ? master : out[0], pipe_cb}, p, q->has_pty ? "pty" : "stdout"};
+		{q->has_pty ? master : out[0], pipe_cb}, p, q->has_pty ? "pty" : "stdout"};
 	p->err = (struct pipe_h){{q->has_pty ? -1 : err[0], pipe_cb}, p, "stderr"};
 	p->in_fd = q->has_pty ? fcntl(master, F_DUPFD_CLOEXEC, 3) : in[1];
 	json_t *args = json_array(), *envs = json_object();
@@ -1391,14 +1391,14 @@ handle_rpc(struct conn *c, const char *json, size_t len)
 		}
 		stream_begin(c, ST_PROC);
 		stream_json(
-		    c, json_pack("{s:{s:{s:I}}}", "event", "start", "pid", (json_int_t)p->pid));
+			c, json_pack("{s:{s:{s:I}}}", "event", "start", "pid", (json_int_t)p->pid));
 		conn_flush(c);
 		break;
 	case ENVD_R_P_LIST: {
 		json_t *arr = json_array();
 		for (p = procs; p; p = p->next) {
-			json_t *pi =
-			    json_pack("{s:O,s:I}", "config", p->config, "pid", (json_int_t)p->pid);
+			json_t *pi = json_pack("{s:O,s:I}", "config", p->config, "pid",
+					       (json_int_t)p->pid);
 			if (p->tag)
 				json_object_set_new(pi, "tag", jstr(p->tag));
 			json_array_append_new(arr, pi);
@@ -1637,7 +1637,7 @@ handle_init(struct conn *c)
 	struct envd_request q;
 	char why[256];
 	enum envd_code code =
-	    envd_request_decode(ENVD_R_INIT, c->body, c->body_len, &q, why, sizeof why);
+		envd_request_decode(ENVD_R_INIT, c->body, c->body_len, &q, why, sizeof why);
 	if (code) {
 		envd_request_free(&q);
 		respond_rest_error(c, 400, "%s", why);
@@ -1688,9 +1688,10 @@ handle_metrics(struct conn *c)
 	for (int i = 0; i < 8; i++)
 		total += v[i];
 	idle = v[3] + v[4];
-	double pct = total > last_total
-			 ? 100.0 * (1.0 - (double)(idle - last_idle) / (double)(total - last_total))
-			 : 0;
+	double pct =
+		total > last_total
+			? 100.0 * (1.0 - (double)(idle - last_idle) / (double)(total - last_total))
+			: 0;
 	last_total = total;
 	last_idle = idle;
 	struct sysinfo si;
@@ -1753,8 +1754,9 @@ handle_download(struct conn *c)
 	char safe[256];
 	size_t o = 0;
 	for (const char *p = name; *p && o + 1 < sizeof safe; p++)
-		safe[o++] =
-		    (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 || *p == 0x7f) ? '_' : *p;
+		safe[o++] = (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 || *p == 0x7f)
+				    ? '_'
+				    : *p;
 	safe[o] = 0;
 	out_printf(c,
 		   "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
@@ -1780,8 +1782,8 @@ download_more(struct conn *c)
 {
 	static char buf[READ_CHUNK];
 	while (c->dl_fd >= 0 && out_pending(c) < OUT_LOW && c->dl_left) {
-		ssize_t k =
-		    read(c->dl_fd, buf, c->dl_left < sizeof buf ? (size_t)c->dl_left : sizeof buf);
+		ssize_t k = read(c->dl_fd, buf,
+				 c->dl_left < sizeof buf ? (size_t)c->dl_left : sizeof buf);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -2119,8 +2121,8 @@ conn_body(struct conn *c)
 	size_t cap = ENVD_MAX_BODY + 5;
 	if (!c->body) {
 		c->body_cap = c->body_kind == HTTP_BODY_LENGTH && c->body_left < cap
-				  ? (size_t)c->body_left + 1
-				  : 65536;
+				      ? (size_t)c->body_left + 1
+				      : 65536;
 		c->body = malloc(c->body_cap);
 		if (!c->body) {
 			conn_close(c, true);

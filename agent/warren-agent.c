@@ -172,7 +172,8 @@ mount_basics(void)
 	mkdir("/run/warren", 0755);
 	/* PTYs of the envd API (posix_openpt) */
 	mkdir("/dev/pts", 0755);
-	mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
+	mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	      "newinstance,ptmxmode=0666,mode=0620");
 	if (access("/dev/ptmx", F_OK) < 0 && symlink("pts/ptmx", "/dev/ptmx") < 0)
 		say("no /dev/ptmx: %s\n", strerror(errno));
 }
@@ -216,8 +217,8 @@ start_program(char **argv, char **env, int out_fd, int err_fd)
 	if (applying_app_identity) {
 		if (app_cwd && chdir(app_cwd) < 0)
 			say("cannot enter %s: %s\n", app_cwd, strerror(errno));
-		if (app_user_set && (setgroups(0, NULL) < 0 || setgid(app_gid) < 0 ||
-				     setuid(app_uid) < 0)) {
+		if (app_user_set &&
+		    (setgroups(0, NULL) < 0 || setgid(app_gid) < 0 || setuid(app_uid) < 0)) {
 			say("cannot become %u:%u: %s\n", (unsigned)app_uid, (unsigned)app_gid,
 			    strerror(errno));
 			_exit(126);
@@ -455,9 +456,8 @@ vsock_listen(void)
 {
 	load_modules("/etc/warren/modules-vsock");
 	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_vm sa = {.svm_family = AF_VSOCK,
-				 .svm_cid = VMADDR_CID_ANY,
-				 .svm_port = AGENT_VSOCK_PORT};
+	struct sockaddr_vm sa = {
+		.svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY, .svm_port = AGENT_VSOCK_PORT};
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 4) < 0) {
 		say("vsock port %d: %s\n", AGENT_VSOCK_PORT, strerror(errno));
 		return -1;
@@ -587,7 +587,8 @@ container_main(char **argv)
 		pid_t pid;
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 			if (pid == app_pid)
-				return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+				return WIFEXITED(status) ? WEXITSTATUS(status)
+							 : 128 + WTERMSIG(status);
 			envd_child_exited(pid, status);
 		}
 		if (envd_fd >= 0)
@@ -634,7 +635,8 @@ main(int argc, char **argv)
 	}
 	for (char **e = env; e && *e; e++)
 		if (!strncmp(*e, "WARREN_SANDBOX_ID=", 18)) {
-			int fd = open("/run/warren/id", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			int fd = open("/run/warren/id", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+				      0644);
 			if (fd >= 0 && write(fd, *e + 18, strlen(*e + 18)) < 0)
 				say("cannot write /run/warren/id\n");
 			if (fd >= 0)

@@ -54,7 +54,7 @@ static bool
 authorized(struct cluster *c, struct evhttp_request *req)
 {
 	const char *k =
-	    evhttp_find_header(evhttp_request_get_input_headers(req), "X-Warren-Cluster-Key");
+		evhttp_find_header(evhttp_request_get_input_headers(req), "X-Warren-Cluster-Key");
 	size_t n = strlen(c->key);
 	return k && strlen(k) == n && CRYPTO_memcmp(k, c->key, n) == 0;
 }
@@ -188,7 +188,7 @@ local_create(struct cluster *c, const char *template, const char *rid, create_an
 		const char *host = json_string_value(json_object_get(e, "host"));
 		if (id && cluster_input_id_ok(id) && host && cluster_input_name_ok(host)) {
 			json_t *b =
-			    json_pack("{s:s, s:s, s:b}", "id", id, "host", host, "existing", 1);
+				json_pack("{s:s, s:s, s:b}", "id", id, "host", host, "existing", 1);
 			json_decref(e);
 			return answer(c, 200, b, userdata);
 		}
@@ -355,7 +355,7 @@ forward(struct front_create *f, const struct candidate *to)
 		return -ENOMEM;
 	fw->f = f;
 	fw->conn =
-	    evhttp_connection_base_new(f->c->base, NULL, host, (unsigned short)atoi(colon + 1));
+		evhttp_connection_base_new(f->c->base, NULL, host, (unsigned short)atoi(colon + 1));
 	struct evhttp_request *r = fw->conn ? evhttp_request_new(forward_done, fw) : NULL;
 	json_t *b = json_pack("{s:s, s:s}", "template", f->template, "request_id", f->rid);
 	_cleanup_free_ char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
@@ -427,8 +427,8 @@ read_hosts(struct cluster *c, const char *template, struct place_host **hosts,
 			json_t *t = json_object_get(warm, template);
 			h->warm = json_is_integer(t);
 			h->standby = h->warm && json_integer_value(t) > 0
-					 ? (uint32_t)json_integer_value(t)
-					 : 0;
+					     ? (uint32_t)json_integer_value(t)
+					     : 0;
 			snprintf((*cand)[*n].name, sizeof(*cand)->name, "%s", name);
 			snprintf((*cand)[*n].addr, sizeof(*cand)->addr, "%s", addr);
 			(*n)++;
@@ -477,7 +477,7 @@ handle_create(struct cluster *c, struct evhttp_request *req)
 		const char *host = json_string_value(json_object_get(e, "host"));
 		if (id && cluster_input_id_ok(id) && host && cluster_input_name_ok(host)) {
 			json_t *b =
-			    json_pack("{s:s, s:s, s:b}", "id", id, "host", host, "existing", 1);
+				json_pack("{s:s, s:s, s:b}", "id", id, "host", host, "existing", 1);
 			json_decref(e);
 			return reply_json(req, 200, b);
 		}
@@ -581,9 +581,9 @@ on_request(struct evhttp_request *req, void *arg)
 	const char *uri = evhttp_request_get_uri(req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	if (!strcmp(uri, "/v1/health") && cmd == EVHTTP_REQ_GET)
-		return reply_json(
-		    req, 200,
-		    json_pack("{s:s, s:b}", "name", c->name, "connected", cluster_connected(c)));
+		return reply_json(req, 200,
+				  json_pack("{s:s, s:b}", "name", c->name, "connected",
+					    cluster_connected(c)));
 	if (!authorized(c, req))
 		return reply_error(req, 401, "Unauthorized",
 				   "a valid X-Warren-Cluster-Key is needed");

@@ -15,4 +15,4 @@ static const int families[] = {AF_UNIX, AF_INET, 0};
 static const char *const groups[] = {"@default", "@basic-io",  "@event-loop",
 				     "@ipc",	 "@file-read", NULL};
 const struct seccomp_policy clusterd_seccomp = {
-    .name = "clusterd", .groups = groups, .ioctls = ioctls, .socket_families = families};
+	.name = "clusterd", .groups = groups, .ioctls = ioctls, .socket_families = families};

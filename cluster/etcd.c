@@ -385,9 +385,9 @@ etcd_create(struct etcd *e, const char *key, const char *value, int64_t lease, c
 	if (lease)
 		json_object_set_new(put, "lease", json_string(l));
 	json_t *body =
-	    json_pack("{s:[{s:s, s:s, s:s, s:s}], s:[{s:o}], s:[{s:{s:s}}]}", "compare", "key", k,
-		      "target", "CREATE", "result", "EQUAL", "create_revision", "0", "success",
-		      "request_put", put, "failure", "request_range", "key", k);
+		json_pack("{s:[{s:s, s:s, s:s, s:s}], s:[{s:o}], s:[{s:{s:s}}]}", "compare", "key",
+			  k, "target", "CREATE", "result", "EQUAL", "create_revision", "0",
+			  "success", "request_put", put, "failure", "request_range", "key", k);
 	if (!body)
 		return -ENOMEM;
 	int r = post(e, "/v3/kv/txn", body, &a);

@@ -100,8 +100,10 @@ int
 main(int argc, char **argv)
 {
 	struct daemon_common dc;
-	static struct cluster c = {
-	    .prefix = "/warren", .lease_ttl = 10, .k = 2, .gateway_url = "http://127.0.0.1:8300"};
+	static struct cluster c = {.prefix = "/warren",
+				   .lease_ttl = 10,
+				   .k = 2,
+				   .gateway_url = "http://127.0.0.1:8300"};
 	const char *listen_addr = "0.0.0.0:8303", *etcd = "127.0.0.1:2379";
 	const char *key_path = KEY_DEFAULT_PATH, *user = NULL;
 	bool user_given = false;

@@ -101,11 +101,11 @@ member_publish(struct cluster *c)
 		return log_warning_errno(r, "Cannot read the supervisor's pool: %m");
 	read_host_load(&mem, &load1);
 	json_t *j =
-	    json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:o, s:b}", "name", c->name,
-		      "clusterd", c->advertise, "gateway", c->gateway_url, "pool_size", (int)size,
-		      "free_slots", (int)free_slots, "pending", (int)(c->pending + c->inflight),
-		      "mem_avail", (json_int_t)mem, "load1", load1, "warm", cluster_bus_warm(c),
-		      "accepting", cluster_connected(c));
+		json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:o, s:b}", "name", c->name,
+			  "clusterd", c->advertise, "gateway", c->gateway_url, "pool_size",
+			  (int)size, "free_slots", (int)free_slots, "pending",
+			  (int)(c->pending + c->inflight), "mem_avail", (json_int_t)mem, "load1",
+			  load1, "warm", cluster_bus_warm(c), "accepting", cluster_connected(c));
 	_cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	_cleanup_free_ char *key = cluster_key(c, "hosts", c->name);
 	json_decref(j);
@@ -131,7 +131,7 @@ catalog_sync(struct cluster *c, bool fresh_lease)
 		json_t *rec = json_pack("{s:s, s:s, s:s, s:s}", "id", s->id, "host", c->name,
 					"state", s->state, "template", s->template);
 		_cleanup_free_ char *text =
-		    rec ? json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+			rec ? json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 		json_decref(rec);
 		_cleanup_free_ char *k = cluster_key(c, "sandboxes", s->id);
 		_cleanup_free_ char *ok = cluster_key(c, "owners", s->id);
@@ -148,7 +148,7 @@ catalog_sync(struct cluster *c, bool fresh_lease)
 			etcd_put(&c->etcd, k, text, c->lease);
 		if (!owned) {
 			json_t *o =
-			    json_pack("{s:s, s:s}", "host", c->name, "template", s->template);
+				json_pack("{s:s, s:s}", "host", c->name, "template", s->template);
 			_cleanup_free_ char *ot = o ? json_dumps(o, JSON_COMPACT) : NULL;
 			json_decref(o);
 			if (ot)

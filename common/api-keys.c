@@ -149,7 +149,7 @@ char *
 api_keys_format(const struct api_key *keys, size_t n)
 {
 	size_t cap =
-	    sizeof(API_KEYS_HEADER) + 1 + n * (API_KEY_ID_LEN + 66 + 22 + API_KEY_NAME_MAX + 2);
+		sizeof(API_KEYS_HEADER) + 1 + n * (API_KEY_ID_LEN + 66 + 22 + API_KEY_NAME_MAX + 2);
 	char *out = malloc(cap), *p = out;
 	if (!out)
 		return NULL;

@@ -182,7 +182,8 @@ cgroup_hand_knobs(const char *rel, uid_t freezer_uid, uid_t memory_uid)
 	r = knob_chown(path, freezer_uid);
 	if (r < 0)
 		return r;
-	/* the memory controller's directory as snapshotd finds it (a v2 mount with memory, or v1) */
+	/* the memory controller's directory as snapshotd finds it (a v2 mount with memory, or v1)
+	 */
 	r = cgroup_memory_dir(rel, dir, sizeof dir, &v2);
 	if (r < 0)
 		return r;

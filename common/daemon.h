@@ -22,19 +22,21 @@ struct daemon_common {
 };
 
 #define DAEMON_COMMON_OPTIONS                                                                      \
-	{"socket", required_argument, NULL, 1001}, {"peer-users", required_argument, NULL, 1002}, \
+	{"socket", required_argument, NULL, 1001}, {"peer-users", required_argument, NULL, 1002},  \
 		{"dump-seccomp", no_argument, NULL, 1003},                                         \
 		{"seccomp-debug", no_argument, NULL, 1004},                                        \
 		{"seccomp-probe", required_argument, NULL, 1005},                                  \
-		{"debug", no_argument, NULL, 1006}
+	{                                                                                          \
+		"debug", no_argument, NULL, 1006                                                   \
+	}
 #define DAEMON_COMMON_HELP                                                                         \
 	"  --socket PATH        listening socket (default /run/warren/<daemon>.sock)\n"            \
 	"  --peer-users U,...   users besides root that may connect\n"                             \
 	"  --dump-seccomp       print the seccomp filter and exit\n"                               \
 	"  --seccomp-debug      report a forbidden syscall by name instead of a silent kill\n"     \
-	"  --seccomp-probe P    make one call after lock-down and exit (tests: allowed,\n" \
-	"                       forbidden, open-read|update|write, unshare-net|user|mount,\n" \
-	"                       ioctl-fionread|tiocsti, socket-unix|netlink|inet|packet)\n"             \
+	"  --seccomp-probe P    make one call after lock-down and exit (tests: allowed,\n"         \
+	"                       forbidden, open-read|update|write, unshare-net|user|mount,\n"      \
+	"                       ioctl-fionread|tiocsti, socket-unix|netlink|inet|packet)\n"        \
 	"  --debug              debug logging\n"
 
 void daemon_common_init(struct daemon_common *dc, const char *name);

@@ -211,7 +211,8 @@ meminfo_bytes(const char *field, uint64_t *v)
 	if (r < 0)
 		return r;
 	size_t fl = strlen(field);
-	for (char *line = s; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+	for (char *line = s; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		if (!strncmp(line, field, fl) && line[fl] == ':') {
 			*v = strtoull(line + fl + 1, NULL, 10) * 1024;
 			return 0;

@@ -24,7 +24,7 @@ struct ipc_client {
 	struct event *ev;
 	struct event *wev;    /* armed while out holds requests the socket refused */
 	struct ipc_queue out; /* requests waiting for the helper to read */
-	bool stalled;         /* the helper stopped reading: dropped from the read event */
+	bool stalled;	      /* the helper stopped reading: dropped from the read event */
 	uint64_t next_id;
 	struct pending *pending;
 	ipc_event_fn on_event;
@@ -238,7 +238,8 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 	int r = ipc_queue_send(&c->out, c->fd, &req->base, fds, n_fds);
 	if (r == 1) {
 		if (!c->wev)
-			c->wev = event_new(c->base, c->fd, EV_WRITE | EV_PERSIST, client_writable, c);
+			c->wev = event_new(c->base, c->fd, EV_WRITE | EV_PERSIST, client_writable,
+					   c);
 		if (!c->wev || event_add(c->wev, NULL) < 0)
 			r = -ENOMEM;
 	} else if (r == -ENOBUFS)

@@ -16,9 +16,9 @@ struct ipc_peer {
 	uid_t uid;
 	pid_t pid;
 	struct event *ev;
-	struct event *wev;      /* armed while out holds datagrams the socket refused */
-	struct ipc_queue out;   /* replies and events waiting for the peer to read */
-	bool dropped;           /* stopped reading or broke: freed from its read event */
+	struct event *wev;     /* armed while out holds datagrams the socket refused */
+	struct ipc_queue out;  /* replies and events waiting for the peer to read */
+	bool dropped;	       /* stopped reading or broke: freed from its read event */
 	uint64_t once_seen[4]; /* bit per handler index (up to 256 handlers) */
 	struct ipc_peer *next;
 };

@@ -8,7 +8,7 @@
 
 enum {
 	IPC_NEEDS_READY = 1 << 0, /* refused (-EAGAIN) until the daemon says it is ready */
-	IPC_ONCE = 1 << 1,        /* at most once per connection */
+	IPC_ONCE = 1 << 1,	  /* at most once per connection */
 };
 #define IPC_DEFER 1 /* handler return: it keeps the call and replies later */
 

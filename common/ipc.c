@@ -115,8 +115,8 @@ ipc_recv_raw(int fd, uint8_t *buf, size_t size, int *fds, size_t *n_fds)
 }
 
 static int
-ipc_recv_message(int fd, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **out,
-		 int *fds, size_t *n_fds)
+ipc_recv_message(int fd, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **out, int *fds,
+		 size_t *n_fds)
 {
 	static uint8_t buf[IPC_MAX_MESSAGE + 1];
 	ssize_t k = ipc_recv_raw(fd, buf, sizeof buf, fds, n_fds);
@@ -154,8 +154,8 @@ ipc_recv_message(int fd, const ProtobufCMessageDescriptor *desc, ProtobufCMessag
 int
 ipc_recv_request(int fd, IpcRequest **req, int *fds, size_t *n_fds)
 {
-	return ipc_recv_message(fd, &warren__v1__request__descriptor, (ProtobufCMessage **)req,
-				fds, n_fds);
+	return ipc_recv_message(fd, &warren__v1__request__descriptor, (ProtobufCMessage **)req, fds,
+				n_fds);
 }
 
 int

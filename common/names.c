@@ -1,4 +1,5 @@
-/* Name validation shared by the supervisor (early, friendly errors) and the helpers (authoritative). */
+/* Name validation shared by the supervisor (early, friendly errors) and the helpers
+ * (authoritative). */
 #include "names.h"
 
 #include <errno.h>

@@ -41,7 +41,8 @@ caps_verify(const int *caps, size_t n_caps, bool check_bounding)
 		    capng_have_capability(CAPNG_PERMITTED, (unsigned)c) != want ||
 		    capng_have_capability(CAPNG_INHERITABLE, (unsigned)c) ||
 		    capng_have_capability(CAPNG_AMBIENT, (unsigned)c) ||
-		    (check_bounding && capng_have_capability(CAPNG_BOUNDING_SET, (unsigned)c) != want))
+		    (check_bounding &&
+		     capng_have_capability(CAPNG_BOUNDING_SET, (unsigned)c) != want))
 			return log_error_errno(-EPERM, "Capability %s is %s after the drop",
 					       capng_capability_to_name((unsigned)c) ?: "?",
 					       want ? "missing" : "still held");
@@ -69,8 +70,9 @@ privdrop_apply(const char *user, const int *caps, size_t n_caps)
 	if (user) {
 		r = privdrop_lookup_user(user, &uid, &gid);
 		if (r < 0)
-			return log_error_errno(r, "User %s does not exist (scripts/setup.sh or "
-						  "sysusers.d create it): %m",
+			return log_error_errno(r,
+					       "User %s does not exist (scripts/setup.sh or "
+					       "sysusers.d create it): %m",
 					       user);
 	}
 	if (geteuid() != 0) {
@@ -107,8 +109,9 @@ privdrop_apply(const char *user, const int *caps, size_t n_caps)
 		} else
 			r = capng_apply(CAPNG_SELECT_CAPS);
 		if (r < 0)
-			return log_error_errno(-EPERM, "Failed to switch to %s keeping %zu "
-						       "capabilities (libcap-ng %d)",
+			return log_error_errno(-EPERM,
+					       "Failed to switch to %s keeping %zu "
+					       "capabilities (libcap-ng %d)",
 					       user ? user : "root", n_caps, r);
 		r = caps_verify(caps, n_caps, true);
 		if (r < 0)

@@ -27,38 +27,69 @@ struct group {
 #define O_CREATING ((unsigned long)(O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY)))
 
 /* What glibc, libevent and protobuf-c need in any daemon. */
-static const char *const g_default[] = {
-	"brk", "munmap", "mremap", "madvise", "exit", "exit_group", "rt_sigaction",
-	"rt_sigprocmask", "rt_sigreturn", "sigaltstack", "getpid", "gettid", "getppid", "getuid",
-	"geteuid", "getgid", "getegid", "getgroups", "clock_gettime", "clock_getres", "gettimeofday",
-	"nanosleep", "clock_nanosleep", "futex", "getrandom", "uname", "restart_syscall",
-	"set_robust_list", "rseq", "sched_yield", "prlimit64", "getrlimit", "time", "tgkill", NULL};
+static const char *const g_default[] = {"brk",
+					"munmap",
+					"mremap",
+					"madvise",
+					"exit",
+					"exit_group",
+					"rt_sigaction",
+					"rt_sigprocmask",
+					"rt_sigreturn",
+					"sigaltstack",
+					"getpid",
+					"gettid",
+					"getppid",
+					"getuid",
+					"geteuid",
+					"getgid",
+					"getegid",
+					"getgroups",
+					"clock_gettime",
+					"clock_getres",
+					"gettimeofday",
+					"nanosleep",
+					"clock_nanosleep",
+					"futex",
+					"getrandom",
+					"uname",
+					"restart_syscall",
+					"set_robust_list",
+					"rseq",
+					"sched_yield",
+					"prlimit64",
+					"getrlimit",
+					"time",
+					"tgkill",
+					NULL};
 /* I/O on fds already open. ioctl() is not here: each policy lists the requests it uses. */
-static const char *const g_basic_io[] = {"read", "write", "readv", "writev", "pread64",
-					 "pwrite64", "close", "lseek", "fstat", "newfstatat",
-					 "statx", "stat", "lstat", "fcntl", "dup", "dup2", "dup3",
-					 "pipe2", NULL};
-static const char *const g_event_loop[] = {"epoll_create1", "epoll_ctl", "epoll_wait",
-					   "epoll_pwait", "poll", "ppoll", "select", "pselect6",
-					   "eventfd2", "timerfd_create", "timerfd_settime", NULL};
+static const char *const g_basic_io[] = {"read",     "write", "readv", "writev", "pread64",
+					 "pwrite64", "close", "lseek", "fstat",	 "newfstatat",
+					 "statx",    "stat",  "lstat", "fcntl",	 "dup",
+					 "dup2",     "dup3",  "pipe2", NULL};
+static const char *const g_event_loop[] = {
+	"epoll_create1", "epoll_ctl",	   "epoll_wait",      "epoll_pwait",
+	"poll",		 "ppoll",	   "select",	      "pselect6",
+	"eventfd2",	 "timerfd_create", "timerfd_settime", NULL};
 /* Calls on sockets. socket() and socketpair() are not here: each policy lists its families. */
-static const char *const g_ipc[] = {"connect", "accept", "accept4", "bind", "listen",
-				    "sendmsg", "recvmsg", "sendto", "recvfrom", "getsockopt",
-				    "setsockopt", "getsockname", "getpeername", "shutdown", NULL};
+static const char *const g_ipc[] = {"connect",	   "accept",	 "accept4",    "bind",
+				    "listen",	   "sendmsg",	 "recvmsg",    "sendto",
+				    "recvfrom",	   "getsockopt", "setsockopt", "getsockname",
+				    "getpeername", "shutdown",	 NULL};
 /* Reading files and directories; open()/openat() read-only (argument rule below). */
-static const char *const g_file_read[] = {"getdents64", "readlink", "readlinkat", "access",
-					  "faccessat", "faccessat2", "getcwd", "fadvise64",
-					  "statfs", "fstatfs", NULL};
+static const char *const g_file_read[] = {"getdents64", "readlink",   "readlinkat", "access",
+					  "faccessat",	"faccessat2", "getcwd",	    "fadvise64",
+					  "statfs",	"fstatfs",    NULL};
 /* Writing to files that exist (cgroup and /proc/sys knobs): open()/openat() for writing but
  * never creating or truncating. */
 static const char *const g_file_update[] = {NULL};
 /* Creating, changing and removing files: open()/openat() with any flags. */
-static const char *const g_file_write[] = {"creat", "unlink", "unlinkat", "rename", "renameat",
-					   "renameat2", "mkdir", "mkdirat", "rmdir", "fsync",
-					   "fdatasync", "ftruncate", "fallocate", "fchmod",
-					   "fchown", "chmod", "chown", "fchownat", "fchmodat",
-					   "memfd_create", "sync_file_range", "symlink",
-					   "symlinkat", "umask", NULL};
+static const char *const g_file_write[] = {
+	"creat",	   "unlink",	"unlinkat",  "rename",	 "renameat",
+	"renameat2",	   "mkdir",	"mkdirat",   "rmdir",	 "fsync",
+	"fdatasync",	   "ftruncate", "fallocate", "fchmod",	 "fchown",
+	"chmod",	   "chown",	"fchownat",  "fchmodat", "memfd_create",
+	"sync_file_range", "symlink",	"symlinkat", "umask",	 NULL};
 static const char *const g_process[] = {"kill", "wait4", "waitid", "prctl", "setsid", NULL};
 /* setns() only; unshare() is allowed per policy with the CLONE_NEW* flags it needs. */
 static const char *const g_namespaces[] = {"setns", NULL};
@@ -77,9 +108,9 @@ static const struct group groups[] = {
 	{"@swap", g_swap, OPEN_NONE},
 };
 
-const char *const seccomp_group_names[] = {
-	"@default", "@basic-io", "@event-loop", "@ipc",	     "@file-read",
-	"@file-update", "@file-write", "@process", "@namespaces", "@swap", NULL};
+const char *const seccomp_group_names[] = {"@default",	  "@basic-io",	  "@event-loop", "@ipc",
+					   "@file-read",  "@file-update", "@file-write", "@process",
+					   "@namespaces", "@swap",	  NULL};
 
 static const struct group *
 group_find(const char *name)
@@ -146,8 +177,9 @@ add_argument_rules(scmp_filter_ctx ctx, const struct seccomp_policy *p)
 {
 	int r = 0;
 	if (p->unshare_flags)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(unshare), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, ~p->unshare_flags & 0xffffffffu, 0));
+		r = seccomp_rule_add(
+			ctx, SCMP_ACT_ALLOW, SCMP_SYS(unshare), 1,
+			SCMP_A0(SCMP_CMP_MASKED_EQ, ~p->unshare_flags & 0xffffffffu, 0));
 	for (const unsigned long *io = p->ioctls; io && *io && r == 0; io++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				     SCMP_A1(SCMP_CMP_EQ, *io));

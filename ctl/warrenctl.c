@@ -107,17 +107,38 @@ json_value(sd_bus_message *m)
 		sd_bus_message_read_basic(m, type, &v.b);
 		printf(v.b ? "true" : "false");
 		return 0;
-	case 'y': sd_bus_message_read_basic(m, type, &v.y); printf("%u", v.y); return 0;
-	case 'n': sd_bus_message_read_basic(m, type, &v.n); printf("%d", v.n); return 0;
-	case 'q': sd_bus_message_read_basic(m, type, &v.q); printf("%u", v.q); return 0;
-	case 'i': sd_bus_message_read_basic(m, type, &v.i); printf("%d", v.i); return 0;
-	case 'u': sd_bus_message_read_basic(m, type, &v.u); printf("%u", v.u); return 0;
-	case 'x': sd_bus_message_read_basic(m, type, &v.x); printf("%lld", (long long)v.x); return 0;
+	case 'y':
+		sd_bus_message_read_basic(m, type, &v.y);
+		printf("%u", v.y);
+		return 0;
+	case 'n':
+		sd_bus_message_read_basic(m, type, &v.n);
+		printf("%d", v.n);
+		return 0;
+	case 'q':
+		sd_bus_message_read_basic(m, type, &v.q);
+		printf("%u", v.q);
+		return 0;
+	case 'i':
+		sd_bus_message_read_basic(m, type, &v.i);
+		printf("%d", v.i);
+		return 0;
+	case 'u':
+		sd_bus_message_read_basic(m, type, &v.u);
+		printf("%u", v.u);
+		return 0;
+	case 'x':
+		sd_bus_message_read_basic(m, type, &v.x);
+		printf("%lld", (long long)v.x);
+		return 0;
 	case 't':
 		sd_bus_message_read_basic(m, type, &v.t);
 		printf("%llu", (unsigned long long)v.t);
 		return 0;
-	case 'd': sd_bus_message_read_basic(m, type, &v.d); printf("%g", v.d); return 0;
+	case 'd':
+		sd_bus_message_read_basic(m, type, &v.d);
+		printf("%g", v.d);
+		return 0;
 	case 'v':
 		sd_bus_message_enter_container(m, 'v', contents);
 		r = json_value(m);
@@ -186,7 +207,8 @@ static uint32_t
 get_u32(const char *prop)
 {
 	uint32_t v = 0;
-	sd_bus_get_property_trivial(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, prop, NULL, 'u', &v);
+	sd_bus_get_property_trivial(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, prop, NULL, 'u',
+				    &v);
 	return v;
 }
 
@@ -194,7 +216,8 @@ static uint64_t
 get_u64(const char *prop)
 {
 	uint64_t v = 0;
-	sd_bus_get_property_trivial(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, prop, NULL, 't', &v);
+	sd_bus_get_property_trivial(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, prop, NULL, 't',
+				    &v);
 	return v;
 }
 
@@ -315,8 +338,8 @@ sb_info_get(const char *id, struct sb_info *s)
 			const char *name;
 			char **dst;
 		} strs[] = {{"Template", &s->template}, {"Backend", &s->backend},
-			    {"State", &s->state},       {"Reason", &s->reason},
-			    {"URL", &s->url},           {"Image", &s->image}};
+			    {"State", &s->state},	{"Reason", &s->reason},
+			    {"URL", &s->url},		{"Image", &s->image}};
 		bool done = false;
 		for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
 			if (!strcmp(k, strs[i].name) && !strcmp(contents, "s")) {
@@ -428,7 +451,7 @@ struct command {
 	const char *args;
 	const char *help;
 	const struct option *opts; /* besides --help and --json */
-	int min_args, max_args;    /* after options; max -1: any */
+	int min_args, max_args;	   /* after options; max -1: any */
 	int (*fn)(int argc, char **argv);
 };
 
@@ -484,12 +507,13 @@ cmd_status(int argc, char **argv)
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *reply = NULL;
 	char *version = NULL, *url = NULL;
-	int r = sd_bus_get_property_string(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Version", &e,
-					   &version);
+	int r = sd_bus_get_property_string(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Version",
+					   &e, &version);
 	if (r < 0)
 		return fail(r, &e, "status");
 	get_string(MANAGER_PATH, MANAGER_IFACE, "GatewayURL", &url);
-	uint32_t size = get_u32("PoolSize"), freec = get_u32("PoolFree"), count = get_u32("SandboxCount");
+	uint32_t size = get_u32("PoolSize"), freec = get_u32("PoolFree"),
+		 count = get_u32("SandboxCount");
 	if (json) {
 		printf("{\"version\":");
 		json_str(version);
@@ -498,7 +522,8 @@ cmd_status(int argc, char **argv)
 		printf(",\"pool_size\":%u,\"pool_free\":%u,\"sandboxes\":%u,\"helpers\":[", size,
 		       freec, count);
 	} else
-		printf("Warren %s\n  gateway:    %s\n  pool:       %u slots, %u free\n  sandboxes:  %u\n",
+		printf("Warren %s\n  gateway:    %s\n  pool:       %u slots, %u free\n  sandboxes: "
+		       " %u\n",
 		       version, url ? url : "", size, freec, count);
 	r = sd_bus_get_property(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Helpers", &e, &reply,
 				"a(sbs)");
@@ -549,8 +574,8 @@ static void
 print_reclaim(void)
 {
 	int zswap = 0;
-	sd_bus_get_property_trivial(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ZswapEnabled", NULL,
-				    'b', &zswap);
+	sd_bus_get_property_trivial(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ZswapEnabled",
+				    NULL, 'b', &zswap);
 	uint64_t swap = get_u64("SwapBytes"), pool = get_u64("ZswapPoolBytes"),
 		 held = get_u64("ZswappedBytes");
 	if (json)
@@ -574,11 +599,11 @@ cmd_reclaim(int argc, char **argv)
 		uint64_t mib = 1024;
 		if (argc > 1 && parse_u64(argv[1], "MIB", 1 << 20, &mib) < 0)
 			return 2;
-		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "SetupReclaim", &e,
-				       NULL, "tbsu", mib << 20, !flag("no-zswap"), "", 0);
+		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "SetupReclaim",
+				       &e, NULL, "tbsu", mib << 20, !flag("no-zswap"), "", 0);
 	} else if (!strcmp(what, "undo"))
-		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "UndoReclaim", &e,
-				       NULL, "");
+		r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "UndoReclaim",
+				       &e, NULL, "");
 	else if (!strcmp(what, "show"))
 		r = 0;
 	else {
@@ -608,8 +633,8 @@ cmd_list(int argc, char **argv)
 	if (json)
 		printf("[");
 	else if (!fmt && !flag("quiet"))
-		printf("%-12s  %-10s %-8s %-12s %6s %9s  %s\n", "ID", "TEMPLATE", "BACKEND", "STATE",
-		       "AGE", "MEMORY", "REASON");
+		printf("%-12s  %-10s %-8s %-12s %6s %9s  %s\n", "ID", "TEMPLATE", "BACKEND",
+		       "STATE", "AGE", "MEMORY", "REASON");
 	int rc = 0, first = 1;
 	for (size_t i = 0; i < n; i++) {
 		struct sb_info s;
@@ -642,7 +667,8 @@ cmd_list(int argc, char **argv)
 		else if (fmt) {
 			if (print_format(fmt, &s) < 0) {
 				fprintf(stderr,
-					"warrenctl: %s: bad --format (fields: {{.ID}} {{.Template}} "
+					"warrenctl: %s: bad --format (fields: {{.ID}} "
+					"{{.Template}} "
 					"{{.Backend}} {{.State}} {{.Reason}} {{.Age}} {{.Created}} "
 					"{{.Memory}} {{.URL}} {{.Image}})\n",
 					cmd_name);
@@ -756,8 +782,8 @@ static int
 call_with_progress(sd_bus_message *m, sd_bus_error *e, sd_bus_message **reply, const char *name)
 {
 	progress_tty = isatty(2);
-	sd_bus_match_signal(bus, NULL, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Progress", on_progress,
-			    NULL);
+	sd_bus_match_signal(bus, NULL, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "Progress",
+			    on_progress, NULL);
 	sd_bus_match_signal(bus, NULL, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ImportProgress",
 			    on_import_progress, (void *)name);
 	sd_bus_message *got = NULL;
@@ -865,7 +891,8 @@ cmd_exec(int argc, char **argv)
 	if (opt("timeout")) {
 		double sec = atof(opt("timeout"));
 		if (!(sec > 0) || sec > 600) {
-			fprintf(stderr, "warrenctl: exec: --timeout is a number of seconds, 0-600\n");
+			fprintf(stderr,
+				"warrenctl: exec: --timeout is a number of seconds, 0-600\n");
 			free(path);
 			free(id);
 			return 2;
@@ -986,8 +1013,8 @@ cmd_tags(int argc, char **argv)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *reply = NULL;
-	int r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListTags", &e, &reply,
-				   "");
+	int r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListTags", &e,
+				   &reply, "");
 	if (r < 0)
 		return fail(r, &e, "tags");
 	sd_bus_message_enter_container(reply, 'a', "(sstbts)");
@@ -995,7 +1022,8 @@ cmd_tags(int argc, char **argv)
 	uint64_t size, created;
 	int compressed, first = 1;
 	if (!json)
-		printf("%-16s %-10s %10s %-10s %s\n", "TAG", "TEMPLATE", "SIZE", "COMPRESSED", "PARENT");
+		printf("%-16s %-10s %10s %-10s %s\n", "TAG", "TEMPLATE", "SIZE", "COMPRESSED",
+		       "PARENT");
 	else
 		printf("[");
 	while (sd_bus_message_read(reply, "(sstbts)", &name, &tmpl, &size, &compressed, &created,
@@ -1025,8 +1053,8 @@ static int
 cmd_rmtag(int argc, char **argv)
 {
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	int r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "RemoveTag", &e, NULL,
-				   "s", argv[0]);
+	int r = sd_bus_call_method(bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "RemoveTag", &e,
+				   NULL, "s", argv[0]);
 	return r < 0 ? fail(r, &e, "rmtag") : 0;
 }
 
@@ -1070,8 +1098,8 @@ cmd_template_list(int argc, char **argv)
 			printf("],\"port\":%u,\"memory_limit\":%llu,\"built\":%s}", port,
 			       (unsigned long long)mem, built ? "true" : "false");
 		} else {
-			printf("%-16s %5u %5lluMiB  %-5s ", name, port, (unsigned long long)(mem >> 20),
-			       built ? "yes" : "no");
+			printf("%-16s %5u %5lluMiB  %-5s ", name, port,
+			       (unsigned long long)(mem >> 20), built ? "yes" : "no");
 			for (char **a = av; a && *a; a++)
 				printf(" %s", *a);
 			printf("\n");
@@ -1204,7 +1232,8 @@ cmd_template_add(int argc, char **argv)
 		return 2;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL;
-	sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "AddTemplate");
+	sd_bus_message_new_method_call(bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
+				       "AddTemplate");
 	sd_bus_message_append(m, "ss", argv[0], argv[1]);
 	sd_bus_message_append_strv(m, argv + 2);
 	sd_bus_message_append(m, "qt", (uint16_t)port, mem << 20);
@@ -1400,7 +1429,8 @@ cmd_apikey(const char *path, const char *what, const char *arg)
 	}
 	if (!what || (strcmp(what, "create") && strcmp(what, "list") && strcmp(what, "revoke")) ||
 	    (!strcmp(what, "revoke") && !arg)) {
-		fprintf(stderr, "warrenctl apikey create [NAME] | list | revoke ID  [--api-keys PATH]\n");
+		fprintf(stderr,
+			"warrenctl apikey create [NAME] | list | revoke ID  [--api-keys PATH]\n");
 		return 2;
 	}
 	char dir[4096];
@@ -1447,7 +1477,9 @@ cmd_apikey(const char *path, const char *what, const char *arg)
 		for (i = 0; i < n && strcmp(keys[i].id, arg); i++)
 			;
 		if (i == n) {
-			fprintf(stderr, "warrenctl apikey: no key with id %s (warrenctl apikey list)\n", arg);
+			fprintf(stderr,
+				"warrenctl apikey: no key with id %s (warrenctl apikey list)\n",
+				arg);
 			free(keys);
 			return 1;
 		}
@@ -1457,7 +1489,8 @@ cmd_apikey(const char *path, const char *what, const char *arg)
 		return r < 0 ? fail(r, NULL, "writing the key file") : 0;
 	}
 	if (n >= API_KEYS_MAX) {
-		fprintf(stderr, "warrenctl apikey: %d keys already; revoke one first\n", API_KEYS_MAX);
+		fprintf(stderr, "warrenctl apikey: %d keys already; revoke one first\n",
+			API_KEYS_MAX);
 		free(keys);
 		return 1;
 	}
@@ -1465,7 +1498,8 @@ cmd_apikey(const char *path, const char *what, const char *arg)
 	char key[API_KEY_LEN + 1];
 	r = api_key_generate(key, &keys[n], name);
 	if (r == -EINVAL) {
-		fprintf(stderr, "warrenctl apikey: a name is [A-Za-z0-9._-], at most %d characters\n",
+		fprintf(stderr,
+			"warrenctl apikey: a name is [A-Za-z0-9._-], at most %d characters\n",
 			API_KEY_NAME_MAX);
 		free(keys);
 		return 2;
@@ -1487,7 +1521,6 @@ cmd_apikey(const char *path, const char *what, const char *arg)
 	free(keys);
 	return 0;
 }
-
 
 /* apikey create [NAME] | list | revoke ID: no bus, the key file itself (root only) */
 static int
@@ -1543,16 +1576,15 @@ static const struct option list_opts[] = {{"format", required_argument, NULL, 0}
 					  {"quiet", no_argument, NULL, 0},
 					  {"all", no_argument, NULL, 0},
 					  {}};
-static const struct option create_opts[] = {{"wait", no_argument, NULL, 0},
-					    {"backend", required_argument, NULL, 0},
-					    {}};
+static const struct option create_opts[] = {
+	{"wait", no_argument, NULL, 0}, {"backend", required_argument, NULL, 0}, {}};
 static const struct option apikey_opts[] = {{"api-keys", required_argument, NULL, 0}, {}};
 static const struct option reclaim_opts[] = {{"no-zswap", no_argument, NULL, 0}, {}};
 #define TEMPLATE_OPTS                                                                              \
 	{"port", required_argument, NULL, 0}, {"memory", required_argument, NULL, 0},              \
-	    {"env", required_argument, NULL, 0}, {"cwd", required_argument, NULL, 0},              \
-	    {"user", required_argument, NULL, 0}, {"outbound", no_argument, NULL, 0},              \
-	    {"idle-ms", required_argument, NULL, 0}, {"warm", no_argument, NULL, 0},               \
+		{"env", required_argument, NULL, 0}, {"cwd", required_argument, NULL, 0},          \
+		{"user", required_argument, NULL, 0}, {"outbound", no_argument, NULL, 0},          \
+		{"idle-ms", required_argument, NULL, 0}, {"warm", no_argument, NULL, 0},           \
 	{                                                                                          \
 		"standby", required_argument, NULL, 0                                              \
 	}
@@ -1609,8 +1641,10 @@ static const struct command commands[] = {
 	 cmd_template_add},
 	{"template import",
 	 "NAME SOURCE [--cmd ARG]... [--port PORT] [--memory MIB] [--env K=V]... [--cwd DIR]\n"
-	 "                  [--user UID[:GID]] [--ref TAG] [--no-vm-image] [--outbound] [--warm] ...\n"
-	 "      SOURCE: oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF], or a path",
+	 "                  [--user UID[:GID]] [--ref TAG] [--no-vm-image] [--outbound] [--warm] "
+	 "...\n"
+	 "      SOURCE: oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE[:REF], or a "
+	 "path",
 	 "import an OCI image as a template (the image's command, env, working directory, user\n"
 	 "      and exposed port become the template's unless given)",
 	 import_opts, 2, 2, cmd_template_import},
@@ -1661,7 +1695,8 @@ run_command(const struct command *c, int argc, char **argv)
 	char shorts[2 * MAX_OPTS + 4] = "";
 	snprintf(shorts, sizeof shorts, "%shj", stop_at_args ? "+" : "");
 	for (size_t i = 0; c->opts[i].name && i < MAX_OPTS; i++)
-		if (c->opts[i].val > ' ' && c->opts[i].val < 127 && c->opts[i].has_arg == no_argument) {
+		if (c->opts[i].val > ' ' && c->opts[i].val < 127 &&
+		    c->opts[i].has_arg == no_argument) {
 			size_t l = strlen(shorts);
 			shorts[l] = (char)c->opts[i].val;
 			shorts[l + 1] = 0;
@@ -1670,7 +1705,8 @@ run_command(const struct command *c, int argc, char **argv)
 	opterr = 0;
 	int o;
 	while ((o = getopt_long(argc, argv, shorts, all, NULL)) >= 0) {
-		for (size_t i = 0; o > ' ' && o < 127 && o != 'h' && o != 'j' && c->opts[i].name; i++)
+		for (size_t i = 0; o > ' ' && o < 127 && o != 'h' && o != 'j' && c->opts[i].name;
+		     i++)
 			if (c->opts[i].val == o)
 				o = 1000 + (int)i;
 		if (o == 'h') {
@@ -1717,7 +1753,8 @@ run_command(const struct command *c, int argc, char **argv)
 		return c->fn(nargs, args);
 	int r = sd_bus_open_system(&bus);
 	if (r < 0) {
-		fprintf(stderr, "warrenctl: %s: cannot reach the system bus (%s): is dbus running?\n",
+		fprintf(stderr,
+			"warrenctl: %s: cannot reach the system bus (%s): is dbus running?\n",
 			c->name, strerror(-r));
 		return 1;
 	}

@@ -16,4 +16,4 @@ static const int families[] = {AF_UNIX, AF_INET, 0};
 static const char *const groups[] = {"@default",   "@basic-io",	  "@event-loop", "@ipc",
 				     "@file-read", "@file-write", NULL};
 const struct seccomp_policy e2b_api_seccomp = {
-    .name = "e2b-api", .groups = groups, .ioctls = ioctls, .socket_families = families};
+	.name = "e2b-api", .groups = groups, .ioctls = ioctls, .socket_families = families};

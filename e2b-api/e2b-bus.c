@@ -88,9 +88,9 @@ e2b_bus_state(struct e2b_api *a, const char *id, char *state, size_t len)
 	int r = sd_bus_get_property_string(a->bus, BUS_NAME, path, SANDBOX_IFACE, "State", &e, &v);
 	if (r < 0) {
 		r = sd_bus_error_has_name(&e, ERR_PREFIX "NoSuchSandbox") ||
-			    sd_bus_error_has_name(&e, SD_BUS_ERROR_UNKNOWN_OBJECT)
-			? -ENOENT
-			: r;
+				    sd_bus_error_has_name(&e, SD_BUS_ERROR_UNKNOWN_OBJECT)
+			    ? -ENOENT
+			    : r;
 		sd_bus_error_free(&e);
 		return r;
 	}
@@ -194,11 +194,11 @@ e2b_bus_error_status(const sd_bus_error *e, int r)
 		const char *name;
 		int status;
 	} map[] = {
-	    {ERR_PREFIX "NoSuchTemplate", 404},	   {ERR_PREFIX "TemplateNotBuilt", 400},
-	    {ERR_PREFIX "NoSuchSandbox", 404},	   {ERR_PREFIX "InvalidArgument", 400},
-	    {ERR_PREFIX "NoSuchBackend", 400},	   {ERR_PREFIX "BadState", 409},
-	    {ERR_PREFIX "Destroyed", 404},	   {ERR_PREFIX "PoolExhausted", 503},
-	    {ERR_PREFIX "HelperUnavailable", 503}, {ERR_PREFIX "HostFull", 503},
+		{ERR_PREFIX "NoSuchTemplate", 404},    {ERR_PREFIX "TemplateNotBuilt", 400},
+		{ERR_PREFIX "NoSuchSandbox", 404},     {ERR_PREFIX "InvalidArgument", 400},
+		{ERR_PREFIX "NoSuchBackend", 400},     {ERR_PREFIX "BadState", 409},
+		{ERR_PREFIX "Destroyed", 404},	       {ERR_PREFIX "PoolExhausted", 503},
+		{ERR_PREFIX "HelperUnavailable", 503}, {ERR_PREFIX "HostFull", 503},
 	};
 	if (e && sd_bus_error_is_set(e)) {
 		for (size_t i = 0; i < ELEMENTSOF(map); i++)

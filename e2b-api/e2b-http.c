@@ -167,9 +167,9 @@ get_bool(json_t *body, const char *name, bool *out)
 static json_t *
 sandbox_json(struct e2b_api *a, const struct e2b_sandbox *s)
 {
-	json_t *j =
-	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "templateID", s->template, "sandboxID", s->id,
-		      "alias", s->template, "clientID", "warren", "envdVersion", a->envd_version);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "templateID", s->template, "sandboxID",
+			      s->id, "alias", s->template, "clientID", "warren", "envdVersion",
+			      a->envd_version);
 	if (s->token[0])
 		json_object_set_new(j, "envdAccessToken", json_string(s->token));
 	json_object_set_new(j, "trafficAccessToken", json_null());
@@ -187,12 +187,12 @@ detail_json(struct e2b_api *a, const struct e2b_sandbox *s, uint64_t mem_limit, 
 	for (size_t i = 0; i < s->n_meta; i++)
 		json_object_set_new(meta, s->meta[i].key, json_string(s->meta[i].value));
 	json_t *j =
-	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:i, s:o, s:s, s:s}",
-		      "templateID", s->template, "alias", s->template, "sandboxID", s->id,
-		      "clientID", "warren", "startedAt", started, "endAt", end, "envdVersion",
-		      a->envd_version, "cpuCount", (int)a->cpu_count, "memoryMB",
-		      (json_int_t)(mem_limit >> 20), "diskSizeMB", 0, "metadata", meta, "state",
-		      s->paused ? "paused" : "running", "domain", a->domain ? a->domain : "");
+		json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:i, s:o, s:s, s:s}",
+			  "templateID", s->template, "alias", s->template, "sandboxID", s->id,
+			  "clientID", "warren", "startedAt", started, "endAt", end, "envdVersion",
+			  a->envd_version, "cpuCount", (int)a->cpu_count, "memoryMB",
+			  (json_int_t)(mem_limit >> 20), "diskSizeMB", 0, "metadata", meta, "state",
+			  s->paused ? "paused" : "running", "domain", a->domain ? a->domain : "");
 	if (!a->domain)
 		json_object_set_new(j, "domain", json_null());
 	if (with_token && s->token[0])
@@ -613,7 +613,7 @@ handle_list(struct e2b_api *a, struct evhttp_request *req, bool v2)
 	size_t end = start;
 	for (; end < n && end - start < q.limit; end++)
 		json_array_append_new(
-		    out, detail_json(a, v[end], template_memory(a, v[end]->template), false));
+			out, detail_json(a, v[end], template_memory(a, v[end]->template), false));
 	if (v2 && end < n) {
 		char token[E2B_TOKEN_MAX];
 		e2b_input_format_token(v[end - 1]->started_usec, v[end - 1]->id, token);
@@ -936,8 +936,9 @@ on_request(struct evhttp_request *req, void *arg)
 				if (l == E2B_ID_LEN) {
 					memcpy(one, c, l);
 					one[l] = 0;
-					struct e2b_sandbox *s =
-					    e2b_input_id_ok(one) ? e2b_store_find(a, one) : NULL;
+					struct e2b_sandbox *s = e2b_input_id_ok(one)
+									? e2b_store_find(a, one)
+									: NULL;
 					json_t *mj = s ? metric_json(a, s) : NULL;
 					if (mj)
 						json_object_set_new(all, one, mj);
@@ -1008,7 +1009,7 @@ e2b_http_start(struct e2b_api *a, int listen_fd)
 	evhttp_set_default_content_type(a->http, "application/json");
 	evhttp_set_gencb(a->http, on_request, a);
 	struct evconnlistener *l =
-	    evconnlistener_new(a->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd);
+		evconnlistener_new(a->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd);
 	if (!l)
 		return -EIO;
 	evconnlistener_set_error_cb(l, on_accept_error);

@@ -185,7 +185,7 @@ int
 e2b_store_load(struct e2b_api *a)
 {
 	_cleanup_close_ int fd =
-	    openat(a->state_dir_fd, STATE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		openat(a->state_dir_fd, STATE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;

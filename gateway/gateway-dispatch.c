@@ -39,9 +39,8 @@ handle_set_route(struct ipc_call *call, void *ud)
 	struct route *r = route_set(g, q->id);
 	if (!r)
 		return -ENOMEM;
-	r->sa = (struct sockaddr_in){.sin_family = AF_INET,
-				     .sin_port = htons((uint16_t)q->port),
-				     .sin_addr = a};
+	r->sa = (struct sockaddr_in){
+		.sin_family = AF_INET, .sin_port = htons((uint16_t)q->port), .sin_addr = a};
 	r->state = (int)q->state;
 	route_set_reason(r, q->reason);
 	r->start_timeout_ms = q->start_timeout_ms;

@@ -17,10 +17,10 @@ struct route {
 	uint64_t last_active_us;
 	bool idle_reported;
 	unsigned active; /* connections inside an exchange */
-	bool probe_http;  /* probe with an HTTP HEAD, not a bare connect (probe.c) */
+	bool probe_http; /* probe with an HTTP HEAD, not a bare connect (probe.c) */
 	bool runtime_up;
-	bool agent_api;	       /* its agent's port is open without agent_token (E2B's own) */
-	char agent_token[65];  /* "" or what X-Warren-Agent-Token must equal for port 49983 */
+	bool agent_api;	      /* its agent's port is open without agent_token (E2B's own) */
+	char agent_token[65]; /* "" or what X-Warren-Agent-Token must equal for port 49983 */
 	struct idle_up *pool; /* proxy.c: idle keep-alive upstream connections to it */
 	unsigned n_pool;
 	struct route *next;
@@ -32,7 +32,7 @@ struct gateway_limits {
 	unsigned idle_timeout_ms;     /* keep-alive connection with no request: closed */
 	unsigned body_timeout_ms;     /* no progress sending a body or writing either side */
 	unsigned response_timeout_ms; /* upstream silent after the request: 504 */
-	unsigned max_conns;           /* client connections in all: 503 above */
+	unsigned max_conns;	      /* client connections in all: 503 above */
 	unsigned max_conns_per_ip;    /* client connections from one address: 503 above */
 	unsigned max_response_head;   /* bytes of an upstream response head: 502 above */
 };

@@ -40,8 +40,8 @@ cclass_init(void)
 		return;
 	for (int c = 0; c < 256; c++) {
 		unsigned char k = 0;
-		bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-			     (c >= 'A' && c <= 'Z');
+		bool alnum =
+			(c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 		if (alnum || (c && strchr("!#$%&'*+-.^_`|~", c)))
 			k |= C_TOKEN;
 		if ((c >= 0x20 && c != 0x7f) || c == '\t')
@@ -79,8 +79,8 @@ value_has_token(const char *v, size_t len, const char *tok)
 		if (strncasecmp(v + i, tok, tl))
 			continue;
 		bool start = i == 0 || v[i - 1] == ',' || v[i - 1] == ' ' || v[i - 1] == '\t';
-		bool end = i + tl == len || v[i + tl] == ',' || v[i + tl] == ' ' ||
-			   v[i + tl] == '\t';
+		bool end =
+			i + tl == len || v[i + tl] == ',' || v[i + tl] == ' ' || v[i + tl] == '\t';
 		if (start && end)
 			return true;
 	}
@@ -272,7 +272,7 @@ enum {
 	CH_SIZE_FIRST, /* zero-initialised: the first hex digit of a chunk size */
 	CH_SIZE,
 	CH_SIZE_WS,   /* BWS after the size: only ";" may follow */
-	CH_EXT,       /* chunk-ext: tokens, ";", "=", BWS */
+	CH_EXT,	      /* chunk-ext: tokens, ";", "=", BWS */
 	CH_EXT_QUOTE, /* quoted-string of an extension value */
 	CH_EXT_QP,    /* after a backslash in it */
 	CH_SIZE_LF,

@@ -43,8 +43,8 @@ usage(void)
 	       "  --max-response-head N  bytes of a sandbox's response head, at most 16384;\n"
 	       "                         above: 502 (default 16384)\n"
 	       "  --max-open-files N     set RLIMIT_NOFILE (default: the hard limit, at most\n"
-	       "                         65536); at the limit accepting pauses until fds free\n"
-	       DAEMON_COMMON_HELP);
+	       "                         65536); at the limit accepting pauses until fds "
+	       "free\n" DAEMON_COMMON_HELP);
 }
 
 /* SECONDS (decimals allowed) -> ms; -1 on a bad value */
@@ -81,8 +81,8 @@ limits_apply(struct gateway *g, long max_open_files, bool conns_given)
 	if (max_open_files >= 0)
 		rl.rlim_cur = (rlim_t)max_open_files;
 	else
-		rl.rlim_cur = rl.rlim_max < MAX_OPEN_FILES_DEFAULT ? rl.rlim_max
-								   : MAX_OPEN_FILES_DEFAULT;
+		rl.rlim_cur =
+			rl.rlim_max < MAX_OPEN_FILES_DEFAULT ? rl.rlim_max : MAX_OPEN_FILES_DEFAULT;
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
 		if (max_open_files >= 0)
 			return log_error_errno(-errno, "Cannot set the open-file limit to %ld: %m",
@@ -93,8 +93,8 @@ limits_apply(struct gateway *g, long max_open_files, bool conns_given)
 	if (derived < 1)
 		derived = 1;
 	if (!conns_given)
-		g->lim.max_conns = (unsigned)(derived < DEFAULT_MAX_CONNS ? derived
-									 : DEFAULT_MAX_CONNS);
+		g->lim.max_conns =
+			(unsigned)(derived < DEFAULT_MAX_CONNS ? derived : DEFAULT_MAX_CONNS);
 	else if (!g->lim.max_conns || g->lim.max_conns > derived)
 		log_warning("--max-connections %u is above what %lu open files carry (%ld): the "
 			    "gateway may run out of fds (it then pauses accepting)",
@@ -130,9 +130,18 @@ main(int argc, char **argv)
 					.max_response_head = HTTP_MAX_HEAD};
 	long max_open_files = -1;
 	bool conns_given = false;
-	enum { O_HEADER_TIMEOUT = 0x100, O_IDLE_TIMEOUT, O_BODY_TIMEOUT, O_RESPONSE_TIMEOUT,
-	       O_MAX_CONNS, O_MAX_CONNS_PER_IP, O_MAX_RESPONSE_HEAD, O_MAX_OPEN_FILES,
-	       O_METRICS_LISTEN = 0x200, O_METRICS_PORT };
+	enum {
+		O_HEADER_TIMEOUT = 0x100,
+		O_IDLE_TIMEOUT,
+		O_BODY_TIMEOUT,
+		O_RESPONSE_TIMEOUT,
+		O_MAX_CONNS,
+		O_MAX_CONNS_PER_IP,
+		O_MAX_RESPONSE_HEAD,
+		O_MAX_OPEN_FILES,
+		O_METRICS_LISTEN = 0x200,
+		O_METRICS_PORT
+	};
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'l'},
 		{"port", required_argument, NULL, 'p'},
@@ -247,7 +256,8 @@ main(int argc, char **argv)
 		return 1;
 	/* A metrics port asked for must be had; the default one is given up when taken (another
 	 * Warren on this host, a test's gateway beside a running one). */
-	if (!g.dc.seccomp_probe && metrics_port && metrics_listen(&g, metrics_addr, metrics_port) < 0) {
+	if (!g.dc.seccomp_probe && metrics_port &&
+	    metrics_listen(&g, metrics_addr, metrics_port) < 0) {
 		if (metrics_port_given)
 			return 1;
 		log_warning("No metrics endpoint: 127.0.0.1:%u is taken (--metrics-port)",

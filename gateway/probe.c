@@ -141,8 +141,7 @@ probe_http_send(struct probe *p)
 		evtimer_add(p->timer, &tv);
 		return;
 	}
-	p->ev = event_new(event_get_base(p->timer), p->fd, EV_READ,
-				probe_http_result, p);
+	p->ev = event_new(event_get_base(p->timer), p->fd, EV_READ, probe_http_result, p);
 	/* A guest that is booting or was just restored can drop the forwarded connection, and the
 	 * forwarder's retransmit would come after 1 s: give up after 200 ms and probe again on a
 	 * new connection. Each unanswered probe doubles the wait (up to 1 s), so guests slowed

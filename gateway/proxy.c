@@ -33,8 +33,8 @@
 #define HIGH_WATER (256 * 1024)
 #define LOW_WATER (64 * 1024)
 #define DEFAULT_HOLD_MS 30000
-#define MAX_INTERIM 8           /* 1xx responses before the final one */
-#define ACCEPT_RESUME_MS 250    /* retry accepting this long after running out of fds */
+#define MAX_INTERIM 8		/* 1xx responses before the final one */
+#define ACCEPT_RESUME_MS 250	/* retry accepting this long after running out of fds */
 #define CLOSING_TIMEOUT_MS 5000 /* a client that does not read its error response */
 
 enum conn_state { S_HEAD, S_HOLD, S_CONNECT, S_EXCHANGE, S_TUNNEL, S_CLOSING };
@@ -53,7 +53,7 @@ struct conn {
 	enum conn_state state;
 	char route_id[SANDBOX_ID_LEN + 1]; /* the route of the exchange (and of up) */
 	uint16_t port; /* E2b-Sandbox-Port of the exchange (and of up); 0: the route's own */
-	char *head;                        /* rewritten request head waiting for upstream */
+	char *head;    /* rewritten request head waiting for upstream */
 	size_t head_len;
 	bool head_is_head_method, req_keep_alive, req_upgrade;
 	enum http_body req_body;
@@ -67,14 +67,14 @@ struct conn {
 	bool resp_keep_alive;
 	uint64_t hold_deadline_us;
 	bool thaw_asked;
-	uint64_t sent_us; /* the request head went upstream (metrics: upstream latency) */
-	bool reused; /* the upstream carried an earlier exchange */
-	bool up_idle; /* up is between exchanges, clean: it may serve another client */
-	bool nodelay; /* TCP_NODELAY set on the client socket */
+	uint64_t sent_us;  /* the request head went upstream (metrics: upstream latency) */
+	bool reused;	   /* the upstream carried an earlier exchange */
+	bool up_idle;	   /* up is between exchanges, clean: it may serve another client */
+	bool nodelay;	   /* TCP_NODELAY set on the client socket */
 	bool was_starting; /* the sandbox was starting when the request came: keep retrying */
 	unsigned interim;  /* 1xx responses seen in this exchange */
-	uint32_t addr;     /* the client's, for the per-address count */
-	size_t scanned;    /* bytes of an incomplete head already looked at */
+	uint32_t addr;	   /* the client's, for the per-address count */
+	size_t scanned;	   /* bytes of an incomplete head already looked at */
 	enum conn_wait wait;
 	struct event *timer;
 	struct event *retry;
@@ -210,8 +210,8 @@ set_nodelay(struct bufferevent *bev)
 static struct ip_count **
 ip_slot(struct gateway *g, uint32_t addr)
 {
-	struct ip_count **pp = &g->per_ip[(addr ^ (addr >> 8) ^ (addr >> 16) ^ (addr >> 24)) %
-					  GATEWAY_IP_BUCKETS];
+	struct ip_count **pp =
+		&g->per_ip[(addr ^ (addr >> 8) ^ (addr >> 16) ^ (addr >> 24)) % GATEWAY_IP_BUCKETS];
 	while (*pp && (*pp)->addr != addr)
 		pp = &(*pp)->next;
 	return pp;
@@ -296,8 +296,9 @@ pool_park(struct conn *c)
 	/* only connections to the route's own port: one named by E2B's headers (the agent's) is
 	 * never handed to a client of the template's port */
 	struct route *r = c->up_idle && !c->port ? route_find(c->g, c->route_id) : NULL;
-	if (!r || r->state != WARREN__V1__ROUTE_STATE__ROUTE_RUNNING || r->n_pool >= POOL_PER_ROUTE ||
-	    pool_total >= POOL_MAX || evbuffer_get_length(bufferevent_get_input(c->up)) ||
+	if (!r || r->state != WARREN__V1__ROUTE_STATE__ROUTE_RUNNING ||
+	    r->n_pool >= POOL_PER_ROUTE || pool_total >= POOL_MAX ||
+	    evbuffer_get_length(bufferevent_get_input(c->up)) ||
 	    evbuffer_get_length(bufferevent_get_output(c->up)))
 		return false;
 	struct idle_up *u = calloc(1, sizeof *u);
@@ -438,9 +439,13 @@ send_error(struct conn *c, int status, const char *fmt, ...)
 	static const struct {
 		int code;
 		const char *text;
-	} texts[] = {{400, "Bad Request"},	       {403, "Forbidden"},	       {404, "Not Found"},
-		     {408, "Request Timeout"},	       {431, "Request Header Fields Too Large"},
-		     {502, "Bad Gateway"},	       {503, "Service Unavailable"},
+	} texts[] = {{400, "Bad Request"},
+		     {403, "Forbidden"},
+		     {404, "Not Found"},
+		     {408, "Request Timeout"},
+		     {431, "Request Header Fields Too Large"},
+		     {502, "Bad Gateway"},
+		     {503, "Service Unavailable"},
 		     {504, "Gateway Timeout"}};
 	const char *text = "Error";
 	for (size_t i = 0; i < ELEMENTSOF(texts); i++)
@@ -469,8 +474,9 @@ send_unknown(struct conn *c, const char *id)
 	if (gateway_routes_synced(c->g))
 		send_error(c, 404, "no sandbox %s", id);
 	else
-		send_error(c, 503, "sandbox %s is not known yet (Warren's supervisor is away or "
-				   "still sending routes); retry",
+		send_error(c, 503,
+			   "sandbox %s is not known yet (Warren's supervisor is away or "
+			   "still sending routes); retry",
 			   id);
 }
 
@@ -602,7 +608,7 @@ forward_response(struct conn *c)
 			return;
 		if (k < 0 || (h.status == 101 && !c->req_upgrade) || ++c->interim > MAX_INTERIM) {
 			const char *why = k == -EMSGSIZE || k == -E2BIG ? "too large"
-					  : k < 0			  ? h.error
+					  : k < 0			? h.error
 					  : h.status == 101 ? "an upgrade nobody asked for"
 							    : "too many interim responses";
 			log_warning("Sandbox %s: malformed response (%s): answering 502",
@@ -716,7 +722,8 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	if (c->state == S_CONNECT) {
 		close_upstream(c);
 		/* While a sandbox starts, gVisor taking over its interface can lose or reset a
-		 * connection even after the readiness probe got through: retry until the deadline. */
+		 * connection even after the readiness probe got through: retry until the deadline.
+		 */
 		if (r && (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING || c->was_starting) &&
 		    now_usec() < c->hold_deadline_us) {
 			hold(c);
@@ -726,8 +733,8 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			   r && r->reason[0] ? ": " : "", r ? r->reason : "");
 		return;
 	}
-	if (c->state == S_TUNNEL || (c->state == S_EXCHANGE && c->resp_started &&
-				     c->resp_body == HTTP_BODY_UNTIL_CLOSE)) {
+	if (c->state == S_TUNNEL ||
+	    (c->state == S_EXCHANGE && c->resp_started && c->resp_body == HTTP_BODY_UNTIL_CLOSE)) {
 		if (evbuffer_get_length(bufferevent_get_input(c->up)))
 			move(c->up, c->client, UINT64_MAX);
 		close_after_flush(c);
@@ -845,9 +852,11 @@ proxy_route_changed(struct gateway *g, struct route *r)
 				try_upstream(c);
 		} else if (r->state == -1) {
 			c->route_id[0] = 0; /* its route is gone */
-		} else if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FROZEN && c->state == S_HEAD) {
-			/* An idle keep-alive connection would make a checkpoint fail (and runsc then
-			 * kills the sandbox): close it, with RST so no TIME_WAIT stays inside. */
+		} else if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_FROZEN &&
+			   c->state == S_HEAD) {
+			/* An idle keep-alive connection would make a checkpoint fail (and runsc
+			 * then kills the sandbox): close it, with RST so no TIME_WAIT stays inside.
+			 */
 			close_upstream(c);
 		}
 	}
@@ -895,16 +904,15 @@ request_e2b_route(const struct http_head *h, char id[SANDBOX_ID_LEN + 1], uint16
 
 /* Which sandbox does this request name? Rewrites /s/<id>/rest to /rest. */
 static int
-request_route(struct conn *c, const struct http_head *h, char id[SANDBOX_ID_LEN + 1],
-	      size_t *strip)
+request_route(struct conn *c, const struct http_head *h, char id[SANDBOX_ID_LEN + 1], size_t *strip)
 {
 	*strip = 0;
 	if (h->target_len >= 3 + SANDBOX_ID_LEN && !strncmp(h->target, "/s/", 3)) {
 		memcpy(id, h->target + 3, SANDBOX_ID_LEN);
 		id[SANDBOX_ID_LEN] = 0;
 		size_t after = 3 + SANDBOX_ID_LEN;
-		if (sandbox_id_valid(id) &&
-		    (h->target_len == after || h->target[after] == '/' || h->target[after] == '?')) {
+		if (sandbox_id_valid(id) && (h->target_len == after || h->target[after] == '/' ||
+					     h->target[after] == '?')) {
 			*strip = after;
 			return 0;
 		}
@@ -1227,9 +1235,9 @@ proxy_listen(struct gateway *g, const char *address, unsigned port)
 	/* A backlog of 4096 (the kernel's somaxconn caps it): 1,000 clients connecting at once
 	 * without keep-alive overflowed 256 while the loop was busy, and a dropped SYN is retried
 	 * by the client only after 1 s (bench/bench-gateway.py, 1000 conns, no keep-alive). */
-	g->listener = evconnlistener_new_bind(
-		g->dc.base, on_accept, g, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 4096,
-		(struct sockaddr *)&sa, sizeof sa);
+	g->listener = evconnlistener_new_bind(g->dc.base, on_accept, g,
+					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 4096,
+					      (struct sockaddr *)&sa, sizeof sa);
 	if (!g->listener)
 		return log_error_errno(-errno, "Cannot listen on %s:%u: %m", address, port);
 	evconnlistener_set_error_cb(g->listener, accept_error);

@@ -64,7 +64,7 @@ static int
 copy_file(struct copy *cp, int srcdir, int dstdir, const char *name, const struct stat *st)
 {
 	_cleanup_close_ int in =
-	    openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (in < 0)
 		return refuse(cp->why, cp->why_size, -errno, "/%s: %m", cp->path);
 	struct stat again;
@@ -77,8 +77,8 @@ copy_file(struct copy *cp, int srcdir, int dstdir, const char *name, const struc
 		return refuse(cp->why, cp->why_size, -EFBIG,
 			      "the unpacked image is larger than %llu bytes",
 			      (unsigned long long)cp->c->max_bytes);
-	_cleanup_close_ int out = openat(dstdir, name,
-					 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_close_ int out =
+		openat(dstdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return refuse(cp->why, cp->why_size, -errno, "creating /%s: %m", cp->path);
 	off_t left = again.st_size;
@@ -127,8 +127,8 @@ copy_dir(struct copy *cp, int srcfd, int dstfd, unsigned depth)
 		}
 		size_t nl = strlen(de->d_name);
 		if (base + nl + 2 >= sizeof cp->path) {
-			r = refuse(cp->why, cp->why_size, -ENAMETOOLONG, "a path under /%s is too long",
-				   cp->path);
+			r = refuse(cp->why, cp->why_size, -ENAMETOOLONG,
+				   "a path under /%s is too long", cp->path);
 			break;
 		}
 		cp->path[base] = 0;
@@ -141,7 +141,8 @@ copy_dir(struct copy *cp, int srcfd, int dstfd, unsigned depth)
 			break;
 		}
 		if (st.st_uid != cp->owner) {
-			/* the unpacker owns all it made; anything else was linked in from outside */
+			/* the unpacker owns all it made; anything else was linked in from outside
+			 */
 			r = refuse(cp->why, cp->why_size, -EPERM,
 				   "/%s is not the unpacker's (owner %u): a hard link to a file "
 				   "outside the image?",
@@ -163,12 +164,12 @@ copy_dir(struct copy *cp, int srcfd, int dstfd, unsigned depth)
 			target[n] = 0;
 			/* kept as it is: resolved inside the sandbox's root, never here */
 			if (symlinkat(target, dstfd, de->d_name) < 0)
-				r = refuse(cp->why, cp->why_size, -errno, "symlink /%s: %m", cp->path);
+				r = refuse(cp->why, cp->why_size, -errno, "symlink /%s: %m",
+					   cp->path);
 			cp->c->files++;
 		} else if (S_ISDIR(st.st_mode)) {
-			_cleanup_close_ int sub = openat(srcfd, de->d_name,
-							 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-							     O_CLOEXEC);
+			_cleanup_close_ int sub = openat(
+				srcfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			struct stat again;
 			if (sub < 0 || fstat(sub, &again) < 0) {
 				r = refuse(cp->why, cp->why_size, -errno, "/%s: %m", cp->path);
@@ -180,12 +181,12 @@ copy_dir(struct copy *cp, int srcfd, int dstfd, unsigned depth)
 				break;
 			}
 			if (mkdirat(dstfd, de->d_name, 0700) < 0) {
-				r = refuse(cp->why, cp->why_size, -errno, "mkdir /%s: %m", cp->path);
+				r = refuse(cp->why, cp->why_size, -errno, "mkdir /%s: %m",
+					   cp->path);
 				break;
 			}
-			_cleanup_close_ int out = openat(dstfd, de->d_name,
-							 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-							     O_CLOEXEC);
+			_cleanup_close_ int out = openat(
+				dstfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (out < 0) {
 				r = -errno;
 				break;
@@ -224,8 +225,9 @@ import_copy_tree(int srcfd, int dstfd, uid_t owner, struct import_counts *c, cha
 	if (fstat(srcfd, &st) < 0)
 		return refuse(why, why_size, -errno, "the unpacked tree: %m");
 	if (!S_ISDIR(st.st_mode) || st.st_uid != owner)
-		return refuse(why, why_size, -EPERM, "the unpacked tree is not the unpacker's "
-						     "directory");
+		return refuse(why, why_size, -EPERM,
+			      "the unpacked tree is not the unpacker's "
+			      "directory");
 	struct copy cp = {.owner = owner, .c = c, .why = why, .why_size = why_size};
 	int r = copy_dir(&cp, srcfd, dstfd, 0);
 	if (r < 0)

@@ -180,7 +180,7 @@ manifest_layers(const char *store, const char *name, char *digest, size_t dsize)
 	json_array_foreach(json_object_get(idx, "manifests"), i, m)
 	{
 		const char *ref = json_string_value(json_object_get(
-		    json_object_get(m, "annotations"), "org.opencontainers.image.ref.name"));
+			json_object_get(m, "annotations"), "org.opencontainers.image.ref.name"));
 		const char *dg = json_string_value(json_object_get(m, "digest"));
 		if (!ref || strcmp(ref, name) || !dg || strncmp(dg, "sha256:", 7) ||
 		    strspn(dg + 7, "0123456789abcdef") != 64 || dg[71])
@@ -240,15 +240,16 @@ parse_config(const char *bundle, Warren__V1__ImportTemplateResponse *res, char *
 	if (!c)
 		return -EINVAL;
 	json_t *proc = json_object_get(c, "process");
-	int r = string_array(json_object_get(proc, "args"), &res->argv, &res->n_argv, "command", why,
-			     size);
+	int r = string_array(json_object_get(proc, "args"), &res->argv, &res->n_argv, "command",
+			     why, size);
 	if (r == 0)
 		r = string_array(json_object_get(proc, "env"), &res->env, &res->n_env,
 				 "environment", why, size);
 	const char *cwd = json_string_value(json_object_get(proc, "cwd"));
 	if (r == 0 && cwd) {
 		if (cwd[0] != '/' || !string_valid(cwd, CONFIG_STRING_MAX)) {
-			snprintf(why, size, "the image's working directory is not an absolute path");
+			snprintf(why, size,
+				 "the image's working directory is not an absolute path");
 			r = -EINVAL;
 		} else
 			res->cwd = strdup(cwd);
@@ -264,7 +265,7 @@ parse_config(const char *bundle, Warren__V1__ImportTemplateResponse *res, char *
 	res->gid = (uint32_t)gid;
 	/* umoci keeps the exposed ports as an annotation: "8080/tcp,53/udp" */
 	const char *ports = json_string_value(json_object_get(
-	    json_object_get(c, "annotations"), "org.opencontainers.image.exposedPorts"));
+		json_object_get(c, "annotations"), "org.opencontainers.image.exposedPorts"));
 	for (const char *p = ports; r == 0 && p && *p;) {
 		char *end;
 		unsigned long port = strtoul(p, &end, 10);
@@ -293,8 +294,8 @@ copy_source(int fd, const char *path, uint64_t max, int out, const char *name)
 	if ((uint64_t)st.st_size > max)
 		return job_error(out, "the source is larger than %llu bytes",
 				 (unsigned long long)max);
-	_cleanup_close_ int dst = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				       0600);
+	_cleanup_close_ int dst =
+		open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (dst < 0)
 		return job_error(out, "cannot write the staging copy: %m");
 	char buf[1 << 16];
@@ -323,9 +324,8 @@ copy_source(int fd, const char *path, uint64_t max, int out, const char *name)
 }
 
 int
-import_stage_run(const struct importd *d, const char *workdir, const char *store,
-		 int source_fd, const char *format, const char *reference, const char *name,
-		 int out)
+import_stage_run(const struct importd *d, const char *workdir, const char *store, int source_fd,
+		 const char *format, const char *reference, const char *name, int out)
 {
 	char src[PATH_MAX + 160], dst[PATH_MAX + 64], path[PATH_MAX], tail[512];
 	if (chdir(workdir) < 0)
@@ -348,8 +348,8 @@ import_stage_run(const struct importd *d, const char *workdir, const char *store
 	}
 	job_progress(out, name, "fetching", 0, 1);
 	snprintf(dst, sizeof dst, "oci:%s:%s", store, name);
-	char *skopeo[] = {(char *)d->skopeo, "--insecure-policy", "copy", "--quiet", src, dst,
-			  NULL};
+	char *skopeo[] = {
+		(char *)d->skopeo, "--insecure-policy", "copy", "--quiet", src, dst, NULL};
 	if (run(skopeo, NULL, NULL, tail, sizeof tail) < 0)
 		return job_error(out, "skopeo could not read the image: %s", tail);
 	char digest[80] = "";
@@ -358,8 +358,8 @@ import_stage_run(const struct importd *d, const char *workdir, const char *store
 	job_progress(out, name, "layers", 0, u.total);
 	char image[PATH_MAX + 64];
 	snprintf(image, sizeof image, "%s:%s", store, name);
-	char *umoci[] = {(char *)d->umoci, "--log=info", "unpack", "--rootless", "--image", image,
-			 "bundle", NULL};
+	char *umoci[] = {(char *)d->umoci, "--log=info", "unpack", "--rootless",
+			 "--image",	   image,	 "bundle", NULL};
 	if (run(umoci, on_umoci_line, &u, tail, sizeof tail) < 0)
 		return job_error(out, "umoci could not unpack the image: %s", tail);
 	Warren__V1__ImportTemplateResponse res = WARREN__V1__IMPORT_TEMPLATE_RESPONSE__INIT;

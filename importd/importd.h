@@ -60,9 +60,8 @@ unsigned import_copy_mode(unsigned mode);
 /* import-stage.c: runs in the child that became the import user. Reads the source fd, runs
  * skopeo and umoci in workdir, parses the runtime config. Writes progress and the result as
  * framed messages to out_fd. Returns the exit status for the child. */
-int import_stage_run(const struct importd *d, const char *workdir, const char *store,
-		     int source_fd, const char *format, const char *reference, const char *name,
-		     int out_fd);
+int import_stage_run(const struct importd *d, const char *workdir, const char *store, int source_fd,
+		     const char *format, const char *reference, const char *name, int out_fd);
 
 /* A framed message on the job pipe: 1 byte kind, 4 bytes length (little endian), a packed
  * protobuf (progress event or import response) or a reason string. */

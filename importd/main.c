@@ -100,8 +100,8 @@ relay_stage(int in, int out, uint8_t **config, size_t *config_len, char *why, si
 		if (n != (ssize_t)sizeof head)
 			return -EPROTO; /* pipe writes of 5 bytes are atomic */
 		size_t len = head[1] | head[2] << 8 | (size_t)head[3] << 16 | (size_t)head[4] << 24;
-		if (len > JOB_MSG_MAX || (head[0] != JOB_MSG_PROGRESS && head[0] != JOB_MSG_CONFIG &&
-					  head[0] != JOB_MSG_ERROR))
+		if (len > JOB_MSG_MAX || (head[0] != JOB_MSG_PROGRESS &&
+					  head[0] != JOB_MSG_CONFIG && head[0] != JOB_MSG_ERROR))
 			return -EPROTO;
 		uint8_t *buf = malloc(len + 1);
 		size_t got = 0;
@@ -203,7 +203,8 @@ job_main(const struct importd *d, const Warren__V1__ImportTemplateRequest *q, in
 			_exit(job_error(p[1], "cannot become %s", d->import_user));
 		struct rlimit fsize = {d->max_bytes, d->max_bytes};
 		setrlimit(RLIMIT_FSIZE, &fsize);
-		/* the source fd must survive the execs of skopeo (oci layouts are read through it) */
+		/* the source fd must survive the execs of skopeo (oci layouts are read through it)
+		 */
 		int fl = fcntl(source_fd, F_GETFD);
 		fcntl(source_fd, F_SETFD, fl & ~FD_CLOEXEC);
 		_exit(import_stage_run(d, work, store, source_fd, q->format, q->reference, q->name,
@@ -224,7 +225,7 @@ job_main(const struct importd *d, const Warren__V1__ImportTemplateRequest *q, in
 		return job_error(out, "%s", why[0] ? why : "the unpacker failed");
 	}
 	Warren__V1__ImportTemplateResponse *res =
-	    warren__v1__import_template_response__unpack(NULL, config_len, config);
+		warren__v1__import_template_response__unpack(NULL, config_len, config);
 	free(config);
 	if (!res) {
 		clean_staging(d, jobdir);
@@ -233,7 +234,8 @@ job_main(const struct importd *d, const Warren__V1__ImportTemplateRequest *q, in
 	/* the copy: from the stage's tree (opened beneath the root-owned job directory, no
 	 * symlinks) into a fresh directory of root's */
 	_cleanup_close_ int jfd = open(jobdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int src = jfd < 0 ? -EBADF : open_beneath(jfd, "work/bundle/rootfs", O_RDONLY | O_DIRECTORY);
+	int src =
+		jfd < 0 ? -EBADF : open_beneath(jfd, "work/bundle/rootfs", O_RDONLY | O_DIRECTORY);
 	char tmpname[NAME_MAX], dest_tmp[PATH_MAX], dest[PATH_MAX - 64];
 	snprintf(tmpname, sizeof tmpname, ".import-%s.%d", q->name, (int)getpid());
 	snprintf(dest_tmp, sizeof dest_tmp, "%s/%s", d->templates_dir, tmpname);
@@ -376,7 +378,7 @@ job_readable(evutil_socket_t fd, short what, void *arg)
 		int kind = h[0];
 		if (kind == JOB_MSG_PROGRESS) {
 			Warren__V1__ImportProgressEvent *ev =
-			    warren__v1__import_progress_event__unpack(NULL, len, h + 5);
+				warren__v1__import_progress_event__unpack(NULL, len, h + 5);
 			if (ev && ev->name && !strcmp(ev->name, d->job_name) && ev->phase &&
 			    string_valid(ev->phase, 32)) {
 				IpcResponse resp = WARREN__V1__RESPONSE__INIT;
@@ -397,7 +399,7 @@ job_readable(evutil_socket_t fd, short what, void *arg)
 			return;
 		} else if (kind == JOB_MSG_RESULT) {
 			Warren__V1__ImportTemplateResponse *res =
-			    warren__v1__import_template_response__unpack(NULL, len, h + 5);
+				warren__v1__import_template_response__unpack(NULL, len, h + 5);
 			if (!res)
 				job_finish(d, -EPROTO, "the import's result does not decode", NULL);
 			else {
@@ -418,8 +420,9 @@ static bool
 reference_valid(const char *s)
 {
 	size_t n = strlen(s);
-	return n <= IMPORT_REF_MAX && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-						"0123456789_.-") == n;
+	return n <= IMPORT_REF_MAX &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_.-") == n;
 }
 
 static int
@@ -441,8 +444,9 @@ handle_import(struct ipc_call *call, void *ud)
 				      "the source must be a directory for oci and a regular file "
 				      "or a pipe for an archive");
 	if (d->job_call)
-		return ipc_call_error(call, -EBUSY, "another import (%s) is running; try again "
-						    "when it is done",
+		return ipc_call_error(call, -EBUSY,
+				      "another import (%s) is running; try again "
+				      "when it is done",
 				      d->job_name);
 	if (faccessat(d->templates_fd, q->name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return ipc_call_error(call, -EEXIST, "%s/%s exists already", d->templates_dir,
@@ -575,23 +579,40 @@ main(int argc, char **argv)
 		if (r > 0)
 			continue;
 		switch (c) {
-		case 't': d->templates_dir = optarg; break;
-		case 's': d->staging_dir = optarg; break;
-		case 'u': d->import_user = optarg; break;
-		case 'S': d->skopeo = optarg; break;
-		case 'U': d->umoci = optarg; break;
-		case 'v': d->vm_image = optarg; break;
-		case 'a': d->agent = optarg; break;
-		case 'm': d->max_bytes = strtoull(optarg, NULL, 10) << 20; break;
+		case 't':
+			d->templates_dir = optarg;
+			break;
+		case 's':
+			d->staging_dir = optarg;
+			break;
+		case 'u':
+			d->import_user = optarg;
+			break;
+		case 'S':
+			d->skopeo = optarg;
+			break;
+		case 'U':
+			d->umoci = optarg;
+			break;
+		case 'v':
+			d->vm_image = optarg;
+			break;
+		case 'a':
+			d->agent = optarg;
+			break;
+		case 'm':
+			d->max_bytes = strtoull(optarg, NULL, 10) << 20;
+			break;
 		default:
 			printf("Usage: warren-importd [OPTIONS]\n"
-			       "  --templates-dir DIR  where imported trees go (/var/lib/warren/templates)\n"
+			       "  --templates-dir DIR  where imported trees go "
+			       "(/var/lib/warren/templates)\n"
 			       "  --staging-dir DIR    root's; the import user's work directories "
 			       "(/var/lib/warren/import)\n"
 			       "  --import-user USER   the unprivileged unpacker (warren-import)\n"
 			       "  --skopeo PATH, --umoci PATH, --vm-image CMD, --agent PATH\n"
-			       "  --max-bytes MIB      largest source and unpacked tree (4096)\n"
-			       DAEMON_COMMON_HELP);
+			       "  --max-bytes MIB      largest source and unpacked tree "
+			       "(4096)\n" DAEMON_COMMON_HELP);
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -612,7 +633,8 @@ main(int argc, char **argv)
 	}
 	if (privdrop_lookup_user(d->import_user, &d->import_uid, &d->import_gid) < 0 ||
 	    d->import_uid == 0)
-		return log_error_errno(-ENOENT, "No unprivileged user %s (scripts/setup.sh makes it)",
+		return log_error_errno(-ENOENT,
+				       "No unprivileged user %s (scripts/setup.sh makes it)",
 				       d->import_user),
 		       1;
 	d->templates_fd = dir_check(d->templates_dir, 0755, false);

@@ -303,16 +303,17 @@ adopt_scan(const struct adopt_config *c, struct adoption *a)
 				       c->runtime_dir);
 	r = adopt_open_root_dir(rundir, "sandboxes", &recdir);
 	if (r < 0)
-		return log_error_errno(
-		    r, "%s/sandboxes must be root's and writable by root only: %m", c->runtime_dir);
+		return log_error_errno(r,
+				       "%s/sandboxes must be root's and writable by root only: %m",
+				       c->runtime_dir);
 	struct open_how how = {.flags = O_DIRECTORY | O_RDONLY | O_CLOEXEC,
-			       .resolve =
-				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS};
 	runsc_dir = (int)syscall(SYS_openat2, rundir, "runsc", &how, sizeof how);
 	struct stat st;
 	struct adopt_config cc = *c;
-	cc.have_runsc_state =
-	    runsc_dir >= 0 && fstat(runsc_dir, &st) == 0 && st.st_uid == 0 && !(st.st_mode & 022);
+	cc.have_runsc_state = runsc_dir >= 0 && fstat(runsc_dir, &st) == 0 && st.st_uid == 0 &&
+			      !(st.st_mode & 022);
 	host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (host_ns < 0 || fstat(host_ns, &st) < 0)
 		return -errno;
@@ -328,7 +329,7 @@ adopt_scan(const struct adopt_config *c, struct adoption *a)
 		struct record rec;
 		struct adopted item = {.pidfd = -1, .nsfd = -1};
 		_cleanup_close_ int fd =
-		    openat(recdir, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			openat(recdir, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		r = 0;
 		if (!sandbox_id_valid(de->d_name))
 			r = -EBADMSG, snprintf(why, sizeof why, "not a sandbox id");
@@ -366,7 +367,8 @@ adopt_scan(const struct adopt_config *c, struct adoption *a)
 		a->items = n;
 		a->items[a->n++] = item;
 		log_info("Adopting sandbox %s (%s, slot %u, pid %d)", item.id,
-			 backend_to_string(item.vm ? BACKEND_MICROVM : BACKEND_GVISOR), item.slot, item.pid);
+			 backend_to_string(item.vm ? BACKEND_MICROVM : BACKEND_GVISOR), item.slot,
+			 item.pid);
 	}
 	closedir(d);
 	return (int)a->n;
@@ -402,7 +404,8 @@ adopt_record_write(const char *runtime_dir, const char *id, unsigned slot, pid_t
 	snprintf(path, sizeof path, "%s/sandboxes/%s", runtime_dir, id);
 	int n = snprintf(buf, sizeof buf,
 			 "id=%s\nslot=%u\npid=%d\nstart=%llu\nbackend=%s\nmemory=%llu\n", id, slot,
-			 (int)pid, start, backend_to_string(vm ? BACKEND_MICROVM : BACKEND_GVISOR), memory);
+			 (int)pid, start, backend_to_string(vm ? BACKEND_MICROVM : BACKEND_GVISOR),
+			 memory);
 	/* not durable: the runtimes it names do not survive a reboot either */
 	int r = file_write_atomic(path, buf, (size_t)n, 0600, false);
 	if (r < 0)

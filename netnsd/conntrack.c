@@ -32,13 +32,14 @@ tuple_has_addr(struct nlattr *tuple, uint32_t addr)
 {
 	int len = tuple->nla_len - NLA_HDRLEN;
 	for (struct nlattr *a = (struct nlattr *)((char *)tuple + NLA_HDRLEN); len >= NLA_HDRLEN;
-	     len -= NLA_ALIGN(a->nla_len), a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len))) {
+	     len -= NLA_ALIGN(a->nla_len),
+			   a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len))) {
 		if ((a->nla_type & NLA_TYPE_MASK) != CTA_TUPLE_IP)
 			continue;
 		int l2 = a->nla_len - NLA_HDRLEN;
 		for (struct nlattr *b = (struct nlattr *)((char *)a + NLA_HDRLEN); l2 >= NLA_HDRLEN;
 		     l2 -= NLA_ALIGN(b->nla_len),
-				    b = (struct nlattr *)((char *)b + NLA_ALIGN(b->nla_len))) {
+				   b = (struct nlattr *)((char *)b + NLA_ALIGN(b->nla_len))) {
 			int t = b->nla_type & NLA_TYPE_MASK;
 			if ((t == CTA_IP_V4_SRC || t == CTA_IP_V4_DST) &&
 			    !memcmp((char *)b + NLA_HDRLEN, &addr, 4))
@@ -54,9 +55,10 @@ collect(void *nlh, void *ud)
 	struct nlmsghdr *h = nlh;
 	struct ct_list *l = ud;
 	int len = (int)h->nlmsg_len - NLMSG_LENGTH(sizeof(struct nfgenmsg));
-	struct nlattr *a = (struct nlattr *)((char *)NLMSG_DATA(h) + NLMSG_ALIGN(sizeof(struct nfgenmsg)));
-	for (; len >= NLA_HDRLEN;
-	     len -= NLA_ALIGN(a->nla_len), a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len))) {
+	struct nlattr *a =
+		(struct nlattr *)((char *)NLMSG_DATA(h) + NLMSG_ALIGN(sizeof(struct nfgenmsg)));
+	for (; len >= NLA_HDRLEN; len -= NLA_ALIGN(a->nla_len),
+				  a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len))) {
 		if ((a->nla_type & NLA_TYPE_MASK) != CTA_TUPLE_ORIG)
 			continue;
 		if (tuple_has_addr(a, l->addr) && l->n < MAX_ENTRIES && a->nla_len <= 256) {
@@ -104,7 +106,8 @@ conntrack_flush_addr(uint32_t addr)
 		for (int i = 0; i < l.n; i++) {
 			ct_msg_init(&q, IPCTNL_MSG_CT_DELETE);
 			memcpy(q.buf, l.e[i].tuple, l.e[i].len);
-			uint32_t len = NLMSG_LENGTH(sizeof(struct nfgenmsg)) + NLA_ALIGN(l.e[i].len);
+			uint32_t len =
+				NLMSG_LENGTH(sizeof(struct nfgenmsg)) + NLA_ALIGN(l.e[i].len);
 			/* -ENOENT: it timed out between the dump and now, which is as good */
 			int r2 = nl_talk(nl, &q, len);
 			if (r2 == 0 || r2 == -ENOENT)

@@ -38,13 +38,12 @@
 /* What a sandbox with outbound access may not reach unless allowed: "this network", private
  * (RFC 1918), shared CGN space, loopback, link-local (169.254.169.254 is the cloud metadata
  * service), IETF protocol space, multicast, reserved and broadcast. */
-static const char *const deny4[] = {"0.0.0.0/8",      "10.0.0.0/8",     "100.64.0.0/10",
-				    "127.0.0.0/8",    "169.254.0.0/16", "172.16.0.0/12",
-				    "192.0.0.0/24",   "192.168.0.0/16", "198.18.0.0/15",
-				    "224.0.0.0/4",    "240.0.0.0/4"};
+static const char *const deny4[] = {"0.0.0.0/8",    "10.0.0.0/8",     "100.64.0.0/10",
+				    "127.0.0.0/8",  "169.254.0.0/16", "172.16.0.0/12",
+				    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15",
+				    "224.0.0.0/4",  "240.0.0.0/4"};
 /* unspecified and loopback, IPv4-mapped, unique-local, link-local, multicast */
-static const char *const deny6[] = {"::/127", "::ffff:0:0/96", "fc00::/7", "fe80::/10",
-				    "ff00::/8"};
+static const char *const deny6[] = {"::/127", "::ffff:0:0/96", "fc00::/7", "fe80::/10", "ff00::/8"};
 
 bool
 isolation_cidr_valid(const char *s)
@@ -56,7 +55,9 @@ isolation_cidr_valid(const char *s)
 	memcpy(addr, s, (size_t)(slash - s));
 	addr[slash - s] = 0;
 	unsigned char buf[16];
-	int max = inet_pton(AF_INET, addr, buf) == 1 ? 32 : inet_pton(AF_INET6, addr, buf) == 1 ? 128 : -1;
+	int max = inet_pton(AF_INET, addr, buf) == 1	? 32
+		  : inet_pton(AF_INET6, addr, buf) == 1 ? 128
+							: -1;
 	if (max < 0 || !slash[1] || strlen(slash + 1) > 3)
 		return false;
 	for (const char *p = slash + 1; *p; p++)
@@ -145,10 +146,12 @@ host_subnets(FILE *f, int family, const char *ifname_prefix)
 		size_t n = family == AF_INET ? 4 : 16;
 		if (family == AF_INET) {
 			memcpy(a, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-			m = (const unsigned char *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr;
+			m = (const unsigned char *)&((struct sockaddr_in *)i->ifa_netmask)
+				    ->sin_addr;
 		} else {
 			memcpy(a, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-			m = (const unsigned char *)&((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr;
+			m = (const unsigned char *)&((struct sockaddr_in6 *)i->ifa_netmask)
+				    ->sin6_addr;
 		}
 		for (size_t k = 0; k < n; k++)
 			a[k] &= m[k];
@@ -211,7 +214,8 @@ forwarding_on(const struct isolation_config *c)
 		return false;
 	int r = file_write_atomic(path, "0\n", 2, 0600, true);
 	if (r < 0) {
-		log_error_errno(r, "Cannot note ip_forward's value in %s, leaving it off: %m", path);
+		log_error_errno(r, "Cannot note ip_forward's value in %s, leaving it off: %m",
+				path);
 		return false;
 	}
 	r = file_write_string(IP_FORWARD, "1");

@@ -33,9 +33,9 @@ struct isolation_config {
 		"egress-allow", required_argument, NULL, 0x1002                                    \
 	}
 #define ISOLATION_HELP                                                                             \
-	"  --gateway-user USER  only root and USER may connect to sandbox addresses (default\n"   \
-	"                       warren-gateway; root only if that user does not exist)\n"           \
-	"  --egress-allow CIDR  let outbound sandboxes reach CIDR although it is private,\n"        \
+	"  --gateway-user USER  only root and USER may connect to sandbox addresses (default\n"    \
+	"                       warren-gateway; root only if that user does not exist)\n"          \
+	"  --egress-allow CIDR  let outbound sandboxes reach CIDR although it is private,\n"       \
 	"                       link-local or the host's own subnet (repeatable)\n"
 /* 1: the option was one of these and is taken; 0: not ours; -EINVAL: bad value (logged). */
 int isolation_option(struct isolation_config *c, int opt, const char *arg);

@@ -1,6 +1,7 @@
 /* warren-netnsd: the privileged namespace-pool daemon. Builds network namespace slots ahead of
- * time, hands them to the supervisor as fds, starts runsc or a microVM in them through its spawner, and
- * freezes sandboxes' cgroups. Order: spawner fork -> socket -> nftables -> pool -> lock-down. */
+ * time, hands them to the supervisor as fds, starts runsc or a microVM in them through its spawner,
+ * and freezes sandboxes' cgroups. Order: spawner fork -> socket -> nftables -> pool -> lock-down.
+ */
 #include "adopt.h"
 #include "cgroup.h"
 #include "fileio.h"
@@ -24,9 +25,11 @@ usage(void)
 {
 	printf("Usage: warren-netnsd [OPTIONS]\n"
 	       "  --pool-size N        a fixed pool of N namespace slots, all built at start\n"
-	       "  --pool-min N         without --pool-size the pool grows and shrinks: slots always\n"
+	       "  --pool-min N         without --pool-size the pool grows and shrinks: slots "
+	       "always\n"
 	       "                       built (default 8)\n"
-	       "  --pool-max N         slots at most (default (RAM - reserve) / slot memory, <= 4000)\n"
+	       "  --pool-max N         slots at most (default (RAM - reserve) / slot memory, <= "
+	       "4000)\n"
 	       "  --pool-spare N       free slots built ahead of creates (default 8)\n"
 	       "  --pool-idle-ms MS    free slots beyond min and spare idle this long are taken\n"
 	       "                       down (default 60000)\n"
@@ -42,28 +45,36 @@ usage(void)
 	       "  --runtime-dir DIR    runsc state and bundles (default /run/warren/netnsd)\n"
 	       "  --cgroup-parent P    sandbox cgroups go under P (default /warren)\n"
 	       "  --vmm NAME           microVM driver: qemu (default) or firecracker (KVM hosts)\n"
-	       "  --qemu PATH          the qemu driver's VMM (default /usr/bin/qemu-system-x86_64)\n"
-	       "  --firecracker PATH   the firecracker driver's VMM (default /usr/bin/firecracker)\n"
+	       "  --qemu PATH          the qemu driver's VMM (default "
+	       "/usr/bin/qemu-system-x86_64)\n"
+	       "  --firecracker PATH   the firecracker driver's VMM (default "
+	       "/usr/bin/firecracker)\n"
 	       "  --vm-net user|tap    qemu: user-mode network (default) or a tap in the slot, as\n"
 	       "                       firecracker always uses\n"
-	       "  --vm-kernel PATH     guest kernel (default /var/lib/warren/vm/vmlinuz; firecracker:\n"
+	       "  --vm-kernel PATH     guest kernel (default /var/lib/warren/vm/vmlinuz; "
+	       "firecracker:\n"
 	       "                       vmlinux, from warren-vm-image --vmlinux)\n"
 	       "  --vm-user USER       the VMM drops to this user (default warren-vm)\n"
-	       "  --image-store DIR    snapshotd's --store: checkpoints and restores use only image\n"
+	       "  --image-store DIR    snapshotd's --store: checkpoints and restores use only "
+	       "image\n"
 	       "                       directories in it (default /var/lib/warren/images)\n"
-	       "  --image-cache DIR    snapshotd's --image-cache: decompressed images restored from\n"
+	       "  --image-cache DIR    snapshotd's --image-cache: decompressed images restored "
+	       "from\n"
 	       "                       there too (default /dev/shm/warren-images)\n"
 	       "  --vm-console         guest serial console to <bundle>/console.log\n"
-	       "  --snapshotd-user U   the user whose snapshotd reclaims sandboxes: each sandbox's\n"
+	       "  --snapshotd-user U   the user whose snapshotd reclaims sandboxes: each "
+	       "sandbox's\n"
 	       "                       reclaim knob is handed to it (default warren-snapshotd)\n"
-	       "  --remove-all         remove every sandbox, slot and the nftables table an earlier\n"
+	       "  --remove-all         remove every sandbox, slot and the nftables table an "
+	       "earlier\n"
 	       "                       netnsd with these options left running, then exit (a\n"
 	       "                       stopped netnsd leaves its sandboxes for the next one)\n"
-	       "  --gvisor-agent       gVisor sandboxes start warren-agent first, which serves E2B's\n"
+	       "  --gvisor-agent       gVisor sandboxes start warren-agent first, which serves "
+	       "E2B's\n"
 	       "                       envd API on port 49983 and starts the template's program\n"
 	       "  --log-size BYTES     each gVisor sandbox's console log ring (warrenctl logs;\n"
 	       "                       default 262144, at most 16777216)\n" ISOLATION_HELP
-	       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
+		       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
 }
 
 static void
@@ -96,40 +107,39 @@ main(int argc, char **argv)
 				       .firecracker = "/usr/bin/firecracker",
 				       .kernel = NULL,
 				       .vm_user = "warren-vm"};
-	static const struct option opts[] = {
-		{"pool-size", required_argument, NULL, 'p'},
-		{"pool-min", required_argument, NULL, 0x310},
-		{"pool-max", required_argument, NULL, 0x311},
-		{"pool-spare", required_argument, NULL, 0x312},
-		{"pool-idle-ms", required_argument, NULL, 0x313},
-		{"pool-slot-mib", required_argument, NULL, 0x314},
-		{"pool-reserve-mib", required_argument, NULL, 0x315},
-		{"subnet", required_argument, NULL, 's'},
-		{"ifname-prefix", required_argument, NULL, 'i'},
-		{"nft-table", required_argument, NULL, 'n'},
-		{"runsc", required_argument, NULL, 'r'},
-		{"templates-dir", required_argument, NULL, 't'},
-		{"runtime-dir", required_argument, NULL, 'd'},
-		{"cgroup-parent", required_argument, NULL, 'c'},
-		{"vmm", required_argument, NULL, 'M'},
-		{"qemu", required_argument, NULL, 'Q'},
-		{"firecracker", required_argument, NULL, 'F'},
-		{"vm-net", required_argument, NULL, 'N'},
-		{"vm-kernel", required_argument, NULL, 'K'},
-		{"vm-user", required_argument, NULL, 'U'},
-		{"vm-ram-dir", required_argument, NULL, 'R'},
-		{"image-store", required_argument, NULL, 'S'},
-		{"image-cache", required_argument, NULL, 'I'},
-		{"vm-console", no_argument, NULL, 'C'},
-		{"snapshotd-user", required_argument, NULL, 'D'},
-		{"remove-all", no_argument, NULL, 'X'},
-		{"log-size", required_argument, NULL, 0x300},
-		{"gvisor-agent", no_argument, NULL, 0x301},
-		{"help", no_argument, NULL, 'h'},
-		ISOLATION_OPTIONS,
-		OCI_LIMITS_OPTIONS,
-		DAEMON_COMMON_OPTIONS,
-		{}};
+	static const struct option opts[] = {{"pool-size", required_argument, NULL, 'p'},
+					     {"pool-min", required_argument, NULL, 0x310},
+					     {"pool-max", required_argument, NULL, 0x311},
+					     {"pool-spare", required_argument, NULL, 0x312},
+					     {"pool-idle-ms", required_argument, NULL, 0x313},
+					     {"pool-slot-mib", required_argument, NULL, 0x314},
+					     {"pool-reserve-mib", required_argument, NULL, 0x315},
+					     {"subnet", required_argument, NULL, 's'},
+					     {"ifname-prefix", required_argument, NULL, 'i'},
+					     {"nft-table", required_argument, NULL, 'n'},
+					     {"runsc", required_argument, NULL, 'r'},
+					     {"templates-dir", required_argument, NULL, 't'},
+					     {"runtime-dir", required_argument, NULL, 'd'},
+					     {"cgroup-parent", required_argument, NULL, 'c'},
+					     {"vmm", required_argument, NULL, 'M'},
+					     {"qemu", required_argument, NULL, 'Q'},
+					     {"firecracker", required_argument, NULL, 'F'},
+					     {"vm-net", required_argument, NULL, 'N'},
+					     {"vm-kernel", required_argument, NULL, 'K'},
+					     {"vm-user", required_argument, NULL, 'U'},
+					     {"vm-ram-dir", required_argument, NULL, 'R'},
+					     {"image-store", required_argument, NULL, 'S'},
+					     {"image-cache", required_argument, NULL, 'I'},
+					     {"vm-console", no_argument, NULL, 'C'},
+					     {"snapshotd-user", required_argument, NULL, 'D'},
+					     {"remove-all", no_argument, NULL, 'X'},
+					     {"log-size", required_argument, NULL, 0x300},
+					     {"gvisor-agent", no_argument, NULL, 0x301},
+					     {"help", no_argument, NULL, 'h'},
+					     ISOLATION_OPTIONS,
+					     OCI_LIMITS_OPTIONS,
+					     DAEMON_COMMON_OPTIONS,
+					     {}};
 	static struct isolation_config iso;
 	static struct oci_limits limits = OCI_LIMITS_DEFAULT;
 	/* the dynamic pool's options, -1 when not given */
@@ -230,7 +240,8 @@ main(int argc, char **argv)
 			char *end;
 			unsigned long long v = strtoull(optarg, &end, 10);
 			if (*end || v < 4096 || v > LOG_RING_MAX) {
-				log_error("Bad --log-size %s (4096-%u bytes)", optarg, LOG_RING_MAX);
+				log_error("Bad --log-size %s (4096-%u bytes)", optarg,
+					  LOG_RING_MAX);
 				return 2;
 			}
 			log_ring_size = (size_t)v;
@@ -290,7 +301,7 @@ main(int argc, char **argv)
 	}
 	if (!n.vm.kernel)
 		n.vm.kernel = !strcmp(n.vm.vmm, "firecracker") ? "/var/lib/warren/vm/vmlinux"
-							      : "/var/lib/warren/vm/vmlinuz";
+							       : "/var/lib/warren/vm/vmlinuz";
 	if (microvm_configure(&n.vm) < 0) {
 		log_error("Unknown --vmm %s (qemu or firecracker)", n.vm.vmm);
 		return 2;
@@ -298,7 +309,8 @@ main(int argc, char **argv)
 	if (n.dc.dump_seccomp)
 		return daemon_lock_down(&n.dc, NULL, NULL, 0, &netnsd_seccomp) < 0;
 	if (geteuid() != 0 && !n.dc.seccomp_probe) {
-		log_error("warren-netnsd must start as root (it keeps CAP_NET_ADMIN and CAP_SYS_ADMIN)");
+		log_error("warren-netnsd must start as root (it keeps CAP_NET_ADMIN and "
+			  "CAP_SYS_ADMIN)");
 		return 1;
 	}
 	mkdir_p(runtime, 0700);
@@ -339,7 +351,8 @@ main(int argc, char **argv)
 			if (adoption.items[i].slot >= size)
 				size = adoption.items[i].slot + 1;
 		want_size = size;
-		if (policy.min == policy.max) /* a fixed pool builds the adopted slots' table whole */
+		if (policy.min ==
+		    policy.max) /* a fixed pool builds the adopted slots' table whole */
 			pool_policy_fixed(&policy, size);
 		n.slots_fd = adopt_slots_open(runtime, size, &adoption);
 		if (n.slots_fd < 0)
@@ -427,8 +440,8 @@ main(int argc, char **argv)
 	n.server = ipc_server_new(n.dc.base, lfd, &cfg);
 	ipc_server_set_ready(n.server, true);
 	notify_send("READY=1\nSTATUS=namespace pool filling");
-	log_info("Ready on %s (pool %u, spawner pid %d)", n.dc.socket_path ? n.dc.socket_path : "fd 3",
-		 pool_size(n.pool), (int)spawner_pid);
+	log_info("Ready on %s (pool %u, spawner pid %d)",
+		 n.dc.socket_path ? n.dc.socket_path : "fd 3", pool_size(n.pool), (int)spawner_pid);
 	daemon_run(&n.dc);
 	ipc_server_free(n.server);
 	pool_free(n.pool);

@@ -303,13 +303,15 @@ nl_nft_table_delete(uint8_t family, const char *name)
 	/* nf_tables takes changes in a batch: begin, the deletion (acked), end */
 	static char buf[512];
 	uint32_t seq = ++nl_seq;
-	struct nlmsghdr *b = nft_msg(buf, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq);
+	struct nlmsghdr *b =
+		nft_msg(buf, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq);
 	size_t len = NLMSG_ALIGN(b->nlmsg_len);
 	struct nlmsghdr *d = nft_msg(buf + len, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELTABLE,
 				     NLM_F_ACK, family, 0, seq + 1);
 	attr_put(d, NFTA_TABLE_NAME, name, strlen(name) + 1);
 	len += NLMSG_ALIGN(d->nlmsg_len);
-	struct nlmsghdr *e = nft_msg(buf + len, NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq + 2);
+	struct nlmsghdr *e =
+		nft_msg(buf + len, NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq + 2);
 	len += NLMSG_ALIGN(e->nlmsg_len);
 	nl_seq += 2;
 	int r = 0;

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-
 struct claim_waiter {
 	struct netnsd *n;
 	struct ipc_call *call;
@@ -143,12 +142,13 @@ handle_claim(struct ipc_call *call, void *ud)
 	uint64_t avail = 0;
 	if (pol->slot_bytes && meminfo_bytes("MemAvailable", &avail) == 0 &&
 	    pool_policy_admit(pol, avail) < 0)
-		return ipc_call_error(call, -ENOMEM,
-				      "host full: %llu MiB available, %llu MiB kept for the host and "
-				      "%llu MiB counted for a sandbox",
-				      (unsigned long long)(avail >> 20),
-				      (unsigned long long)(pol->reserve_bytes >> 20),
-				      (unsigned long long)(pol->slot_bytes >> 20));
+		return ipc_call_error(
+			call, -ENOMEM,
+			"host full: %llu MiB available, %llu MiB kept for the host and "
+			"%llu MiB counted for a sandbox",
+			(unsigned long long)(avail >> 20),
+			(unsigned long long)(pol->reserve_bytes >> 20),
+			(unsigned long long)(pol->slot_bytes >> 20));
 	struct slot *s;
 	int r = n->waiters ? -EAGAIN : pool_claim(n->pool, q->allow_outbound, &s);
 	if (r == 0) {
@@ -270,8 +270,8 @@ forward(struct netnsd *n, struct ipc_call *call, const char *id, const int *fds,
 /* Validate a spawn or restore and forward it with netnsd's own fd for the slot (and, for a
  * restore, the supervisor's image fd, which the spawner proves before use). */
 static int
-validate_and_forward_spawn(struct netnsd *n, struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q,
-	      bool restore)
+validate_and_forward_spawn(struct netnsd *n, struct ipc_call *call,
+			   const Warren__V1__SpawnSandboxRequest *q, bool restore)
 {
 	char why[300];
 	uint64_t mem = 0;
@@ -562,8 +562,8 @@ handle_slot_counters(struct ipc_call *call, void *ud)
 		uint64_t v[4] = {0, 0, 0, 0};
 		for (int k = 0; k < 4; k++) {
 			char path[128];
-			snprintf(path, sizeof path, "/sys/class/net/%s/statistics/%s", sl->host_ifname,
-				 names[k]);
+			snprintf(path, sizeof path, "/sys/class/net/%s/statistics/%s",
+				 sl->host_ifname, names[k]);
 			file_read_u64(path, &v[k]);
 		}
 		Warren__V1__SlotCounters *c = &cs[count];

@@ -11,8 +11,8 @@
 const char netnsd_user[] = "warren-netnsd";
 
 const int netnsd_caps[] = {
-	CAP_NET_ADMIN,	  /* rtnetlink: veth, addresses, routes, link group; ctnetlink scrub */
-	CAP_SYS_ADMIN,	  /* unshare(CLONE_NEWNET) to build slots, setns() to configure them */
+	CAP_NET_ADMIN, /* rtnetlink: veth, addresses, routes, link group; ctnetlink scrub */
+	CAP_SYS_ADMIN, /* unshare(CLONE_NEWNET) to build slots, setns() to configure them */
 	/* no CAP_DAC_OVERRIDE: the spawner hands each sandbox's freezer knob (v1 freezer.state,
 	 * v2 cgroup.freeze) to this user once runsc or the VMM launch made the cgroup */
 };
@@ -24,8 +24,8 @@ static const unsigned long ioctls[] = {SIOCGIFINDEX, 0};
 static const int families[] = {AF_UNIX, AF_NETLINK, 0};
 /* @file-update: cgroup freezer.state / cgroup.freeze (netnsd-dispatch.c handle_freeze); no
  * file is ever created or truncated after start-up */
-static const char *const groups[] = {"@default",     "@basic-io",   "@event-loop", "@ipc",
-				     "@file-read",   "@file-update", "@namespaces", NULL};
+static const char *const groups[] = {"@default",   "@basic-io",	   "@event-loop", "@ipc",
+				     "@file-read", "@file-update", "@namespaces", NULL};
 const struct seccomp_policy netnsd_seccomp = {.name = "netnsd",
 					      .groups = groups,
 					      .unshare_flags = CLONE_NEWNET, /* pool.c slot_build */

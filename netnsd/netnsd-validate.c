@@ -36,7 +36,7 @@ netnsd_strings_valid(char *const *v, size_t n, size_t max, bool env)
 }
 
 static int why_err(int r, char *why, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+	__attribute__((format(printf, 4, 5)));
 
 static int
 why_err(int r, char *why, size_t size, const char *fmt, ...)
@@ -65,7 +65,8 @@ netnsd_validate_spawn(const Warren__V1__SpawnSandboxRequest *q, uint64_t mem_tot
 	if (q->pids_limit && (q->pids_limit < OCI_PIDS_MIN || q->pids_limit > OCI_PIDS_MAX))
 		return why_err(-EINVAL, why, size, "pids limit %u is not 0 or %u-%u", q->pids_limit,
 			       OCI_PIDS_MIN, OCI_PIDS_MAX);
-	if (q->cpu_millis && (q->cpu_millis < OCI_CPU_MILLIS_MIN || q->cpu_millis > OCI_CPU_MILLIS_MAX))
+	if (q->cpu_millis &&
+	    (q->cpu_millis < OCI_CPU_MILLIS_MIN || q->cpu_millis > OCI_CPU_MILLIS_MAX))
 		return why_err(-EINVAL, why, size, "CPU quota %u is not 0 or %u-%u thousandths",
 			       q->cpu_millis, OCI_CPU_MILLIS_MIN, OCI_CPU_MILLIS_MAX);
 	if (q->memory_limit < MIN_MEMORY || q->memory_limit > mem_total)
@@ -75,7 +76,8 @@ netnsd_validate_spawn(const Warren__V1__SpawnSandboxRequest *q, uint64_t mem_tot
 	if (!q->rootfs || !q->rootfs[0] || strlen(q->rootfs) >= PATH_MAX)
 		return why_err(-EINVAL, why, size, "bad rootfs");
 	/* the template's working directory and ids (OCI imports): inside the sandbox only */
-	if (!q->cwd || (q->cwd[0] && (q->cwd[0] != '/' || !string_valid(q->cwd, NETNSD_MAX_ARG_LEN))))
+	if (!q->cwd ||
+	    (q->cwd[0] && (q->cwd[0] != '/' || !string_valid(q->cwd, NETNSD_MAX_ARG_LEN))))
 		return why_err(-EINVAL, why, size, "bad working directory");
 	if (q->uid > 65534 || q->gid > 65534)
 		return why_err(-EINVAL, why, size, "bad uid or gid");

@@ -117,7 +117,8 @@ slot_build(struct pool *p, struct slot *s)
 		nl_link_del(p->host_nl, old); /* left by a netnsd that crashed */
 	int r = nl_veth_create(p->host_nl, s->host_ifname, "eth0", s->nsfd);
 	if (r < 0)
-		return log_error_errno(r, "Slot %u: creating veth %s: %m", s->index, s->host_ifname);
+		return log_error_errno(r, "Slot %u: creating veth %s: %m", s->index,
+				       s->host_ifname);
 	s->host_ifindex = (int)if_nametoindex(s->host_ifname);
 	r = nl_addr_add(p->host_nl, s->host_ifindex, s->host_addr, 30);
 	if (r == 0)

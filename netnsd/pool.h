@@ -41,8 +41,8 @@ struct pool_config {
 struct pool;
 typedef void (*pool_available_fn)(struct pool *p, void *ud);
 
-int pool_new(struct event_base *base, const struct pool_config *cfg, pool_available_fn cb,
-	     void *ud, struct pool **out);
+int pool_new(struct event_base *base, const struct pool_config *cfg, pool_available_fn cb, void *ud,
+	     struct pool **out);
 /* Frees the pool; free slots' veths are deleted, claimed ones (a runtime or the supervisor
  * holds them) stay for the next netnsd. */
 void pool_free(struct pool *p);

@@ -38,7 +38,8 @@ static int
 measure(struct snapshotd *s, unsigned *mbps)
 {
 	static const char name[] = ".disk-probe";
-	_cleanup_close_ int fd = openat(s->store_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	_cleanup_close_ int fd =
+		openat(s->store_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	static char buf[1 << 20];
@@ -102,7 +103,8 @@ compress_file(int dirfd, const char *name, int level)
 	char zname[300];
 	snprintf(zname, sizeof zname, "%s.zst", name);
 	_cleanup_close_ int in = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-	_cleanup_close_ int out = openat(dirfd, zname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	_cleanup_close_ int out =
+		openat(dirfd, zname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (in < 0 || out < 0)
 		return -errno;
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
@@ -156,7 +158,8 @@ compress_image_files(struct snapshotd *s, int dirfd)
 	int r = 0;
 	while ((de = readdir(d)) && r == 0) {
 		struct stat st;
-		if (de->d_name[0] == '.' || fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		if (de->d_name[0] == '.' ||
+		    fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || st.st_size < MIN_COMPRESS)
 			continue;
 		size_t n = strlen(de->d_name);

@@ -115,8 +115,8 @@ static void
 verified_remember(const struct stat *st, uint64_t hash)
 {
 	struct verified *v = calloc(1, sizeof *v);
-	*v = (struct verified){st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim, hash,
-			       verified};
+	*v = (struct verified){st->st_dev,  st->st_ino, st->st_size, st->st_mtim,
+			       st->st_ctim, hash,	verified};
 	verified = v;
 }
 
@@ -151,14 +151,14 @@ int
 image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint64_t *total)
 {
 	if (!image_temp_name_valid(q->temp_name) || !tag_name_valid(q->tag) ||
-	    !backend_valid(q->backend) ||
-	    (q->parent[0] && !sandbox_id_valid(q->parent)) ||
+	    !backend_valid(q->backend) || (q->parent[0] && !sandbox_id_valid(q->parent)) ||
 	    (q->template_name[0] && !template_name_valid(q->template_name)))
 		return -EINVAL;
 	struct stat st;
 	if (fstatat(s->store_fd, q->tag, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return -EEXIST;
-	_cleanup_close_ int dfd = openat(s->store_fd, q->temp_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd =
+		openat(s->store_fd, q->temp_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	bool zstd = compress_wanted(s, q->tag);
@@ -172,8 +172,7 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 	char *hdr = NULL;
 	size_t hlen = 0;
 	FILE *f = open_memstream(&hdr, &hlen);
-	fprintf(f,
-		"format=%d\ncreated=%llu\nparent=%s\ntemplate=%s\nbackend=%s\ncompression=%s\n",
+	fprintf(f, "format=%d\ncreated=%llu\nparent=%s\ntemplate=%s\nbackend=%s\ncompression=%s\n",
 		FORMAT, (unsigned long long)realtime_usec(), q->parent, q->template_name,
 		backend_to_string(q->backend), zstd ? "zstd" : "none");
 	DIR *d = fdopendir(dup(dfd));
@@ -217,8 +216,9 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 	free(hdr);
 	if (r == 0)
 		fault_point("image-seal");
-	if (r == 0 && (fsync(dfd) < 0 || renameat(s->store_fd, q->temp_name, s->store_fd, q->tag) < 0 ||
-		       fsync(s->store_fd) < 0))
+	if (r == 0 &&
+	    (fsync(dfd) < 0 || renameat(s->store_fd, q->temp_name, s->store_fd, q->tag) < 0 ||
+	     fsync(s->store_fd) < 0))
 		r = -errno;
 	if (r < 0)
 		image_abort(s, q->temp_name);

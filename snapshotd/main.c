@@ -26,8 +26,8 @@ cache_dir_check(const char *dir, uid_t user, gid_t group)
 	struct stat st, fst;
 	if (lstat(dir, &st) < 0)
 		return log_error_errno(-errno, "Image cache %s: %m", dir);
-	int fd =
-	    S_ISDIR(st.st_mode) ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	int fd = S_ISDIR(st.st_mode) ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+				     : -1;
 	/* the directory checked is the one opened (and chown'ed below) */
 	bool same = fd >= 0 && fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev &&
 		    fst.st_ino == st.st_ino;
@@ -99,15 +99,21 @@ main(int argc, char **argv)
 		else if (c == 'R')
 			s.store_reserve = strtoull(optarg, NULL, 10) << 20;
 		else {
-			printf("Usage: warren-snapshotd [--store DIR] [--reclaim-dir DIR] [--cgroup-parent "
+			printf("Usage: warren-snapshotd [--store DIR] [--reclaim-dir DIR] "
+			       "[--cgroup-parent "
 			       "P] [OPTIONS]\n"
-			       "  --store-reserve MIB    a snapshot is refused unless the store keeps this\n"
-			       "                         much free beyond the sandbox's memory (default 16)\n"
-			       "  --compress-below MBPS  zstd tag images when the store disk writes slower "
+			       "  --store-reserve MIB    a snapshot is refused unless the store "
+			       "keeps this\n"
+			       "                         much free beyond the sandbox's memory "
+			       "(default 16)\n"
+			       "  --compress-below MBPS  zstd tag images when the store disk "
+			       "writes slower "
 			       "(default 500, 0 never)\n"
 			       "  --zstd-level N         (default 3)\n"
-			       "  --image-cache DIR      decompressed images (default /dev/shm/warren-images)\n"
-			       "  --measure-disk         measure the store disk's write speed again, print "
+			       "  --image-cache DIR      decompressed images (default "
+			       "/dev/shm/warren-images)\n"
+			       "  --measure-disk         measure the store disk's write speed "
+			       "again, print "
 			       "it, exit\n" DAEMON_COMMON_HELP);
 			return c == 'h' ? 0 : 2;
 		}
@@ -124,7 +130,8 @@ main(int argc, char **argv)
 		if (r < 0)
 			return log_error_errno(r, "Cannot measure %s: %m", s.store_dir), 1;
 		printf("%s: %u MB/s sequential writes; tag images %s compressed (below %u MB/s)\n",
-		       s.store_dir, mbps, mbps < s.compress_below ? "are" : "are not", s.compress_below);
+		       s.store_dir, mbps, mbps < s.compress_below ? "are" : "are not",
+		       s.compress_below);
 		return 0;
 	}
 	if (s.store_fd >= 0)
@@ -148,8 +155,8 @@ main(int argc, char **argv)
 	if (root && !s.dc.seccomp_probe && uid != (uid_t)-1) {
 		if (mkdir(s.reclaim_dir, 0700) < 0 && errno != EEXIST)
 			log_warning_errno(-errno, "Cannot create %s: %m", s.reclaim_dir);
-		_cleanup_close_ int rfd = open(s.reclaim_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-							     O_CLOEXEC);
+		_cleanup_close_ int rfd =
+			open(s.reclaim_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat rst;
 		if (rfd >= 0 && fstat(rfd, &rst) == 0 && rst.st_uid != uid &&
 		    fchown(rfd, uid, gid) < 0)

@@ -70,9 +70,9 @@ swap_file_write(const char *path, uint64_t bytes)
 	}
 	memset(buf, 0, (size_t)page);
 	uint32_t *hdr = (uint32_t *)(buf + 1024);
-	hdr[0] = 1;                      /* version */
+	hdr[0] = 1;			/* version */
 	hdr[1] = (uint32_t)(pages - 1); /* last_page */
-	hdr[2] = 0;                      /* nr_badpages */
+	hdr[2] = 0;			/* nr_badpages */
 	memcpy(buf + page - 10, "SWAPSPACE2", 10);
 	if (pwrite(fd, buf, (size_t)page, 0) != page || fsync(fd) < 0)
 		return -errno;
@@ -90,7 +90,8 @@ zswap_save(const char *saved)
 		snprintf(path, sizeof path, ZSWAP "%s", zswap_params[i]);
 		if (file_read_line(path, val, sizeof val) < 0)
 			return -ENOENT;
-		snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s=%s\n", zswap_params[i], val);
+		snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s=%s\n", zswap_params[i],
+			 val);
 	}
 	return file_write_atomic(saved, buf, strlen(buf), 0600, true);
 }
@@ -170,26 +171,31 @@ reclaim_setup(struct snapshotd *s, const Warren__V1__SetupReclaimRequest *q,
 		uint64_t mem = 0;
 		meminfo_bytes("MemTotal", &mem);
 		if (q->swap_bytes < (16ull << 20) || q->swap_bytes > mem * 4 ||
-		    (q->compressor[0] && strspn(q->compressor, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
-						 strlen(q->compressor)) ||
+		    (q->compressor[0] &&
+		     strspn(q->compressor, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
+			     strlen(q->compressor)) ||
 		    q->max_pool_percent > 90) {
-			snprintf(err, errlen, "swap size must be 16 MiB..4x RAM, pool percent <= 90");
+			snprintf(err, errlen,
+				 "swap size must be 16 MiB..4x RAM, pool percent <= 90");
 			return -EINVAL;
 		}
 		mkdir_p(s->reclaim_dir, 0700);
 		struct stat st;
-		if (!swap_active(swap) || stat(swap, &st) < 0 || (uint64_t)st.st_size != q->swap_bytes) {
+		if (!swap_active(swap) || stat(swap, &st) < 0 ||
+		    (uint64_t)st.st_size != q->swap_bytes) {
 			if (swap_active(swap))
 				swapoff(swap);
-			/* the size is the supervisor's word, up to 4x RAM: a swap file may take at most
-			 * half of the free space (the old file's counted free), never the whole disk */
+			/* the size is the supervisor's word, up to 4x RAM: a swap file may take at
+			 * most half of the free space (the old file's counted free), never the
+			 * whole disk */
 			struct statvfs vfs;
 			uint64_t old = stat(swap, &st) == 0 ? (uint64_t)st.st_size : 0;
 			if (statvfs(s->reclaim_dir, &vfs) < 0 ||
 			    q->swap_bytes > ((uint64_t)vfs.f_bavail * vfs.f_frsize + old) / 2) {
-				snprintf(err, errlen, "a swap file of %llu MiB would take more than half "
-					 "the free space of %s", (unsigned long long)(q->swap_bytes >> 20),
-					 s->reclaim_dir);
+				snprintf(err, errlen,
+					 "a swap file of %llu MiB would take more than half "
+					 "the free space of %s",
+					 (unsigned long long)(q->swap_bytes >> 20), s->reclaim_dir);
 				return -ENOSPC;
 			}
 			r = swap_file_write(swap, q->swap_bytes);
@@ -210,7 +216,8 @@ reclaim_setup(struct snapshotd *s, const Warren__V1__SetupReclaimRequest *q,
 			return -EACCES;
 		}
 		if (q->zswap && q->compressor[0] && zswap_set(s, "compressor", q->compressor) < 0) {
-			snprintf(err, errlen, "zswap compressor %s is not available", q->compressor);
+			snprintf(err, errlen, "zswap compressor %s is not available",
+				 q->compressor);
 			return -EINVAL;
 		}
 		if (q->zswap && q->max_pool_percent) {
@@ -307,8 +314,8 @@ reclaim_start(struct snapshotd *s, struct ipc_call *call)
 	}
 	if (cgroup_frozen(j->rel) != 1) {
 		free(j);
-		return ipc_call_error(call, -EBUSY,
-				      "sandbox %s is not frozen; reclaim refused", id);
+		return ipc_call_error(call, -EBUSY, "sandbox %s is not frozen; reclaim refused",
+				      id);
 	}
 	j->s = s;
 	cgroup_memory_usage(j->rel, &j->before);

@@ -41,14 +41,15 @@ snapshotd_request_invalid(const IpcRequest *req)
 	case WARREN__V1__REQUEST__BODY_LIST_IMAGES:
 		return NULL;
 	case WARREN__V1__REQUEST__BODY_RECLAIM:
-		return !req->reclaim || !sandbox_id_valid(req->reclaim->id) ? "bad sandbox id" : NULL;
+		return !req->reclaim || !sandbox_id_valid(req->reclaim->id) ? "bad sandbox id"
+									    : NULL;
 	case WARREN__V1__REQUEST__BODY_SETUP_RECLAIM:
 		if (!req->setup_reclaim || !compressor_valid(req->setup_reclaim->compressor))
 			return "bad zswap compressor name";
 		return req->setup_reclaim->max_pool_percent > 100 ? "pool percent above 100" : NULL;
 	case WARREN__V1__REQUEST__BODY_PREPARE_IMAGE:
 		return !req->prepare_image || !tag_name_valid(req->prepare_image->tag) ? "bad tag"
-											 : NULL;
+										       : NULL;
 	case WARREN__V1__REQUEST__BODY_COMMIT_IMAGE: {
 		const Warren__V1__CommitImageRequest *q = req->commit_image;
 		if (!q || !tag_name_valid(q->tag))
@@ -59,13 +60,14 @@ snapshotd_request_invalid(const IpcRequest *req)
 			return "bad parent id";
 		if (q->template_name[0] && !template_name_valid(q->template_name))
 			return "bad template name";
-		return backend_valid(q->backend) ? NULL : "bad backend"; /* a number outside the enum */
+		return backend_valid(q->backend) ? NULL
+						 : "bad backend"; /* a number outside the enum */
 	}
 	case WARREN__V1__REQUEST__BODY_OPEN_IMAGE:
 		return !req->open_image || !tag_name_valid(req->open_image->tag) ? "bad tag" : NULL;
 	case WARREN__V1__REQUEST__BODY_REMOVE_IMAGE:
 		return !req->remove_image || !tag_name_valid(req->remove_image->tag) ? "bad tag"
-										       : NULL;
+										     : NULL;
 	case WARREN__V1__REQUEST__BODY_ABORT_IMAGE:
 		return !req->abort_image || !image_temp_name_valid(req->abort_image->temp_name)
 			       ? "bad temporary name"
@@ -76,11 +78,11 @@ snapshotd_request_invalid(const IpcRequest *req)
 }
 
 /* First thing in every handler. */
-#define REQUEST_CHECK(call)                                                                   \
-	do {                                                                                  \
-		const char *why_ = snapshotd_request_invalid((call)->req);                   \
-		if (why_)                                                                     \
-			return ipc_call_violation((call), -EINVAL, why_);                     \
+#define REQUEST_CHECK(call)                                                                        \
+	do {                                                                                       \
+		const char *why_ = snapshotd_request_invalid((call)->req);                         \
+		if (why_)                                                                          \
+			return ipc_call_violation((call), -EINVAL, why_);                          \
 	} while (0)
 
 static int
@@ -194,8 +196,9 @@ handle_open_image(struct ipc_call *call, void *ud)
 	int r = image_read(ud, tag, true, &info, &dirfd);
 	if (r < 0) {
 		image_info_free(&info);
-		return ipc_call_error(call, r, r == -EBADMSG ? "image %s is corrupt or truncated"
-							      : "no image %s: %s",
+		return ipc_call_error(call, r,
+				      r == -EBADMSG ? "image %s is corrupt or truncated"
+						    : "no image %s: %s",
 				      tag, strerror(-r));
 	}
 	if (info.compressed) {

@@ -7,7 +7,7 @@ struct snapshotd {
 	struct daemon_common dc;
 	struct ipc_server *server;
 	const char *store_dir;
-	int store_fd; /* opened before lock-down; every image path is relative to it */
+	int store_fd;		 /* opened before lock-down; every image path is relative to it */
 	const char *reclaim_dir; /* swap file and the host's saved zswap settings */
 	const char *cgroup_parent;
 	unsigned compress_below; /* MB/s; 0: never compress */

@@ -30,7 +30,8 @@ agent_token_set_api_uid(uid_t uid)
 bool
 agent_token_api_route(const char *id)
 {
-	return agent_api_uid != (uid_t)-1 && agent_api_uid != 0 && logs_owner_get(id) == agent_api_uid;
+	return agent_api_uid != (uid_t)-1 && agent_api_uid != 0 &&
+	       logs_owner_get(id) == agent_api_uid;
 }
 
 static void
@@ -95,9 +96,9 @@ method_agent_token(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (r < 0)
 		return sd_bus_error_setf(err, SD_BUS_ERROR_ACCESS_DENIED, "Cannot tell who asks");
 	if (uid != 0 && uid != logs_owner_get(sb->id))
-		return sd_bus_error_setf(err, SD_BUS_ERROR_ACCESS_DENIED,
-					 "The agent token of sandbox %s is its creator's (and root's)",
-					 sb->id);
+		return sd_bus_error_setf(
+			err, SD_BUS_ERROR_ACCESS_DENIED,
+			"The agent token of sandbox %s is its creator's (and root's)", sb->id);
 	char tok[AGENT_TOKEN_LEN + 1];
 	r = agent_token_get(sb->id, tok);
 	if (r < 0) {

@@ -35,7 +35,8 @@ static void
 bus_rearm(struct bus_watch *w)
 {
 	int events = sd_bus_get_events(w->bus);
-	short what = (short)(((events & POLLIN) ? EV_READ : 0) | ((events & POLLOUT) ? EV_WRITE : 0));
+	short what =
+		(short)(((events & POLLIN) ? EV_READ : 0) | ((events & POLLOUT) ? EV_WRITE : 0));
 	if (w->io)
 		event_free(w->io);
 	w->io = event_new(w->base, sd_bus_get_fd(w->bus), what, bus_wake, w);

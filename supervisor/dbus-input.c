@@ -94,10 +94,10 @@ dbus_input_check(sd_bus_message *m, sd_bus_error *err)
 	int k = sd_bus_message_rewind(m, true);
 	if (r < 0)
 		return sd_bus_error_is_set(err)
-			   ? r
-			   : sd_bus_error_setf(err, ERR("InvalidArgument"),
-					       "Argument %u cannot be read: %s", w.arg,
-					       strerror(-r));
+			       ? r
+			       : sd_bus_error_setf(err, ERR("InvalidArgument"),
+						   "Argument %u cannot be read: %s", w.arg,
+						   strerror(-r));
 	return k < 0 ? k : 0;
 }
 
@@ -106,16 +106,16 @@ dbus_input_user_tag(const char *tag, sd_bus_error *err)
 {
 	if (!tag_name_valid(tag))
 		return sd_bus_error_setf(
-		    err, ERR("InvalidArgument"),
-		    "Tag '%s' must be 1-32 of [a-z0-9_-], starting with a letter "
-		    "or digit",
-		    tag);
+			err, ERR("InvalidArgument"),
+			"Tag '%s' must be 1-32 of [a-z0-9_-], starting with a letter "
+			"or digit",
+			tag);
 	if (tag_reserved(tag))
 		return sd_bus_error_setf(
-		    err, ERR("InvalidArgument"),
-		    "Tag '%s': tags starting with '" TAG_WARM_PREFIX
-		    "' are the images of warm templates, kept by Warren itself; "
-		    "choose another name",
-		    tag);
+			err, ERR("InvalidArgument"),
+			"Tag '%s': tags starting with '" TAG_WARM_PREFIX
+			"' are the images of warm templates, kept by Warren itself; "
+			"choose another name",
+			tag);
 	return 0;
 }

@@ -153,8 +153,8 @@ exec_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		read_memfd(fds[0], EXEC_STREAM_MAX, &out, &out_len);
 		/* the two streams together stay under the bus's message limit */
 		size_t err_max = EXEC_REPLY_MAX - out_len < EXEC_STREAM_MAX
-				     ? EXEC_REPLY_MAX - out_len
-				     : EXEC_STREAM_MAX;
+					 ? EXEC_REPLY_MAX - out_len
+					 : EXEC_STREAM_MAX;
 		int cut = read_memfd(fds[1], err_max, &err, &err_len);
 		static const char note[] = "\nwarren: exec stderr cut: both streams together are "
 					   "limited to 24 MiB\n";

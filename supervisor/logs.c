@@ -106,12 +106,11 @@ open_logs_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	} else {
 		if (r == -EOPNOTSUPP || (resp && resp->error == -EOPNOTSUPP))
 			operation_error(&c->op, ERR("NotSupported"),
-					  "Sandbox %s runs in a microVM, whose console is not kept",
-					  c->id);
+					"Sandbox %s runs in a microVM, whose console is not kept",
+					c->id);
 		else
 			operation_error(&c->op, ERR("LogsUnavailable"), "Logs of sandbox %s: %s",
-					  c->id,
-					  helper_message(resp, strerror(-r)));
+					c->id, helper_message(resp, strerror(-r)));
 	}
 	ipc_close_fds(fds, n_fds);
 	free(c);

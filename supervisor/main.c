@@ -21,8 +21,10 @@ static void
 usage(void)
 {
 	printf("Usage: warren-supervisor [OPTIONS]\n"
-	       "  --state-dir DIR        sandbox and template records (default /var/lib/warren/state)\n"
-	       "  --templates-dir DIR    template root filesystems (default /var/lib/warren/templates)\n"
+	       "  --state-dir DIR        sandbox and template records (default "
+	       "/var/lib/warren/state)\n"
+	       "  --templates-dir DIR    template root filesystems (default "
+	       "/var/lib/warren/templates)\n"
 	       "  --netnsd-socket P      (default /run/warren/netnsd.sock)\n"
 	       "  --snapshotd-socket P   (default /run/warren/snapshotd.sock)\n"
 	       "  --gateway-socket P     (default /run/warren/gateway.sock)\n"
@@ -31,12 +33,14 @@ usage(void)
 	       "                         without Warren's agent token (default warren-e2b)\n"
 	       "  --gateway-url URL      (default http://127.0.0.1:8300)\n"
 	       "  --gateway-domain D     (default warren.localhost)\n"
-	       "  --idle-ms N            freeze sandboxes idle this long, 0 never (default 300000)\n"
+	       "  --idle-ms N            freeze sandboxes idle this long, 0 never (default "
+	       "300000)\n"
 	       "  --max-templates N      AddTemplate refuses more templates (default 1024)\n"
 	       "  --cgroup-parent P      where netnsd puts sandbox cgroups (default /warren)\n"
 	       "  --user U               switch to U when started as root\n"
 	       "  --log-journal          log to journald with SANDBOX_ID=, TEMPLATE=, BACKEND=\n"
-	       "                         (default: when stderr is the journal)\n" DAEMON_COMMON_HELP);
+	       "                         (default: when stderr is the "
+	       "journal)\n" DAEMON_COMMON_HELP);
 }
 
 /* What the helpers' links hand up (helper-client.c sits below the features): gateway scrapes
@@ -74,10 +78,12 @@ main(int argc, char **argv)
 	daemon_common_init(&s.dc, "supervisor");
 	const char *state = "/var/lib/warren/state", *templates = "/var/lib/warren/templates";
 	const char *gateway_user = "warren-gateway", *user = NULL, *agent_api_user = "warren-e2b";
-	s.helpers[HELPER_NETNSD] = (struct helper){.name = "netnsd", .socket = "/run/warren/netnsd.sock"};
+	s.helpers[HELPER_NETNSD] =
+		(struct helper){.name = "netnsd", .socket = "/run/warren/netnsd.sock"};
 	s.helpers[HELPER_SNAPSHOTD] =
 		(struct helper){.name = "snapshotd", .socket = "/run/warren/snapshotd.sock"};
-	s.helpers[HELPER_GATEWAY] = (struct helper){.name = "gateway", .socket = "/run/warren/gateway.sock"};
+	s.helpers[HELPER_GATEWAY] =
+		(struct helper){.name = "gateway", .socket = "/run/warren/gateway.sock"};
 	s.gateway_url = "http://127.0.0.1:8300";
 	s.gateway_domain = "warren.localhost";
 	s.idle_ms = 300000;
@@ -189,7 +195,8 @@ main(int argc, char **argv)
 	if (r == 0)
 		r = mkdir_p(path, 0700);
 	if (r < 0)
-		return log_error_errno(r, "Cannot create %s (run as the warren user?): %m", path), 1;
+		return log_error_errno(r, "Cannot create %s (run as the warren user?): %m", path),
+		       1;
 	s.templates_dir = realpath(templates, NULL);
 	if (!s.templates_dir)
 		return log_error_errno(-errno, "Templates dir %s: %m", templates), 1;
@@ -212,7 +219,8 @@ main(int argc, char **argv)
 		return log_error_errno(r, "D-Bus objects: %m"), 1;
 	r = sd_bus_request_name(s.bus, BUS_NAME, 0);
 	if (r < 0)
-		return log_error_errno(r, "Cannot own %s (D-Bus policy installed?): %m", BUS_NAME), 1;
+		return log_error_errno(r, "Cannot own %s (D-Bus policy installed?): %m", BUS_NAME),
+		       1;
 	bus_attach_event(s.bus, s.dc.base);
 	helpers_init(s.dc.base, s.helpers, &helper_hooks);
 	notify_send("READY=1");

@@ -48,10 +48,11 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 		else if (!strcmp(key, "backend"))
 			r = sd_bus_message_read(m, "v", "s", &backend);
 		else
-			return sd_bus_error_setf(err, ERR("InvalidArgument"),
-						 "Unknown option '%s' (known: wait, pool_timeout_ms, "
-						 "start_timeout_ms, backend)",
-						 key);
+			return sd_bus_error_setf(
+				err, ERR("InvalidArgument"),
+				"Unknown option '%s' (known: wait, pool_timeout_ms, "
+				"start_timeout_ms, backend)",
+				key);
 		if (r < 0)
 			return sd_bus_error_setf(err, ERR("InvalidArgument"),
 						 "Option '%s' has the wrong type", key);
@@ -61,13 +62,15 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 	struct template *t = template_find(s, name);
 	if (!t)
 		return sd_bus_error_setf(err, ERR("NoSuchTemplate"),
-					 "No template '%s'; ListTemplates shows the known ones", name);
+					 "No template '%s'; ListTemplates shows the known ones",
+					 name);
 	if (!backend_served(s, backend))
 		return sd_bus_error_setf(err, ERR("NoSuchBackend"),
 					 "Backend '%s' is not available here (Backends property)",
 					 backend);
 	if (pool_timeout > 600000 || start_timeout > 600000)
-		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Timeouts are at most 600000 ms");
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "Timeouts are at most 600000 ms");
 	if (access(t->rootfs, F_OK) < 0)
 		return sd_bus_error_setf(err, ERR("TemplateNotBuilt"),
 					 "Template %s has no root filesystem at %s (build it with "
@@ -175,10 +178,11 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 		} else if (!strcmp(key, "pids") || !strcmp(key, "cpu_millis"))
 			r = template_limit_option(m, key, t, err);
 		else if ((r = template_option_read(m, key, t, err)) == 0)
-			r = sd_bus_error_setf(err, ERR("InvalidArgument"),
-					      "Unknown option '%s' (known: allow_outbound, idle_ms, "
-					      "warm, standby, pids, cpu_millis, env, cwd, user)",
-					      key);
+			r = sd_bus_error_setf(
+				err, ERR("InvalidArgument"),
+				"Unknown option '%s' (known: allow_outbound, idle_ms, "
+				"warm, standby, pids, cpu_millis, env, cwd, user)",
+				key);
 		if (r < 0)
 			break;
 		sd_bus_message_exit_container(m);
@@ -221,13 +225,15 @@ method_setup_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return r;
 	if (strlen(compressor) > 32 ||
 	    strspn(compressor, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(compressor))
-		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "Compressor '%s' is not a zswap compressor name (a-z, 0-9, "
-					 "'-', at most 32)",
-					 compressor);
+		return sd_bus_error_setf(
+			err, ERR("InvalidArgument"),
+			"Compressor '%s' is not a zswap compressor name (a-z, 0-9, "
+			"'-', at most 32)",
+			compressor);
 	r = reclaim_setup_call(ud, m, swap, zswap, compressor, pool, false);
 	if (r < 0)
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s",
+					 strerror(-r));
 	return r;
 }
 
@@ -239,7 +245,8 @@ method_undo_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return rc_;
 	int r = reclaim_setup_call(ud, m, 0, false, "", 0, true);
 	if (r < 0)
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s",
+					 strerror(-r));
 	return r;
 }
 
@@ -333,40 +340,47 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_PROPERTY("ZswapEnabled", "b", property_get_swap, 0, 0),
 	SD_BUS_PROPERTY("ZswapPoolBytes", "t", property_get_swap, 0, 0),
 	SD_BUS_PROPERTY("ZswappedBytes", "t", property_get_swap, 0, 0),
-	SD_BUS_METHOD_WITH_NAMES("CreateSandbox", "sa{sv}", SD_BUS_PARAM(template)
-				 SD_BUS_PARAM(options), "sos", SD_BUS_PARAM(id) SD_BUS_PARAM(path)
-				 SD_BUS_PARAM(url), method_create_sandbox, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("CreateSandbox", "sa{sv}",
+				 SD_BUS_PARAM(template) SD_BUS_PARAM(options), "sos",
+				 SD_BUS_PARAM(id) SD_BUS_PARAM(path) SD_BUS_PARAM(url),
+				 method_create_sandbox, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("ListSandboxes", "", , "a(ssso)", SD_BUS_PARAM(sandboxes),
 				 method_list_sandboxes, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("ListTemplates", "", , "a(ssasqtb)", SD_BUS_PARAM(templates),
 				 method_list_templates, SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_METHOD_WITH_NAMES("AddTemplate", "ssasqta{sv}", SD_BUS_PARAM(name)
-				 SD_BUS_PARAM(rootfs) SD_BUS_PARAM(argv) SD_BUS_PARAM(port)
-				 SD_BUS_PARAM(memory_limit) SD_BUS_PARAM(options), "", ,
-				 method_add_template, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("AddTemplate", "ssasqta{sv}",
+				 SD_BUS_PARAM(name) SD_BUS_PARAM(rootfs) SD_BUS_PARAM(argv)
+					 SD_BUS_PARAM(port) SD_BUS_PARAM(memory_limit)
+						 SD_BUS_PARAM(options),
+				 "", , method_add_template, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("RemoveTemplate", "s", SD_BUS_PARAM(name), "", ,
 				 method_remove_template, SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_METHOD_WITH_NAMES("SetupReclaim", "tbsu", SD_BUS_PARAM(swap_bytes) SD_BUS_PARAM(zswap)
-				 SD_BUS_PARAM(compressor) SD_BUS_PARAM(max_pool_percent), "tbtts",
+	SD_BUS_METHOD_WITH_NAMES("SetupReclaim", "tbsu",
+				 SD_BUS_PARAM(swap_bytes) SD_BUS_PARAM(zswap)
+					 SD_BUS_PARAM(compressor) SD_BUS_PARAM(max_pool_percent),
+				 "tbtts",
 				 SD_BUS_PARAM(swap_bytes) SD_BUS_PARAM(zswap_enabled)
-				 SD_BUS_PARAM(zswap_pool_bytes) SD_BUS_PARAM(zswapped_bytes)
-				 SD_BUS_PARAM(compressor), method_setup_reclaim,
-				 SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_METHOD_WITH_NAMES("UndoReclaim", "", , "tbtts", SD_BUS_PARAM(swap_bytes)
-				 SD_BUS_PARAM(zswap_enabled) SD_BUS_PARAM(zswap_pool_bytes)
-				 SD_BUS_PARAM(zswapped_bytes) SD_BUS_PARAM(compressor),
+					 SD_BUS_PARAM(zswap_pool_bytes) SD_BUS_PARAM(zswapped_bytes)
+						 SD_BUS_PARAM(compressor),
+				 method_setup_reclaim, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("UndoReclaim", "", , "tbtts",
+				 SD_BUS_PARAM(swap_bytes) SD_BUS_PARAM(zswap_enabled)
+					 SD_BUS_PARAM(zswap_pool_bytes) SD_BUS_PARAM(zswapped_bytes)
+						 SD_BUS_PARAM(compressor),
 				 method_undo_reclaim, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("ForkTag", "su", SD_BUS_PARAM(tag) SD_BUS_PARAM(count), "as",
 				 SD_BUS_PARAM(ids), method_fork_tag, SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_METHOD_WITH_NAMES("BranchSandbox", "ssu", SD_BUS_PARAM(id) SD_BUS_PARAM(tag)
-				 SD_BUS_PARAM(count), "as", SD_BUS_PARAM(ids), method_branch_sandbox,
-				 SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_METHOD_WITH_NAMES("ListTags", "", , "a(sstbts)", SD_BUS_PARAM(tags), method_list_tags,
-				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES(
+		"BranchSandbox", "ssu", SD_BUS_PARAM(id) SD_BUS_PARAM(tag) SD_BUS_PARAM(count),
+		"as", SD_BUS_PARAM(ids), method_branch_sandbox, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("ListTags", "", , "a(sstbts)", SD_BUS_PARAM(tags),
+				 method_list_tags, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("RemoveTag", "s", SD_BUS_PARAM(tag), "", , method_remove_tag,
 				 SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_SIGNAL_WITH_NAMES("Progress", "sssuu", SD_BUS_PARAM(operation) SD_BUS_PARAM(tag)
-				 SD_BUS_PARAM(phase) SD_BUS_PARAM(done) SD_BUS_PARAM(total), 0),
+	SD_BUS_SIGNAL_WITH_NAMES("Progress", "sssuu",
+				 SD_BUS_PARAM(operation) SD_BUS_PARAM(tag) SD_BUS_PARAM(phase)
+					 SD_BUS_PARAM(done) SD_BUS_PARAM(total),
+				 0),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxNew", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_SIGNAL_WITH_NAMES("SandboxRemoved", "so", SD_BUS_PARAM(id) SD_BUS_PARAM(path), 0),
 	SD_BUS_VTABLE_END};
@@ -374,7 +388,8 @@ static const sd_bus_vtable manager_vtable[] = {
 int
 manager_dbus_init(struct supervisor *s)
 {
-	int r = sd_bus_add_object_vtable(s->bus, NULL, MANAGER_PATH, MANAGER_IFACE, manager_vtable, s);
+	int r = sd_bus_add_object_vtable(s->bus, NULL, MANAGER_PATH, MANAGER_IFACE, manager_vtable,
+					 s);
 	/* ImportTemplate, GetTemplate (template-import.c): a second vtable of the interface */
 	return r < 0 ? r : template_dbus_init(s);
 }

@@ -29,11 +29,11 @@ static const char *const op_names[OP_MAX] = {"warren_create_seconds", "warren_re
 					     "warren_fork_seconds", "warren_snapshot_seconds",
 					     "warren_snapshot_pause_seconds"};
 static const char *const op_help[OP_MAX] = {
-    "Cold CreateSandbox to the sandbox answering on its port.",
-    "Restore of an image (warm create, fork child, standby) to the sandbox answering.",
-    "ForkTag or BranchSandbox's fork: from the call to every child routed.",
-    "Snapshot: from the checkpoint's start to the image sealed.",
-    "Snapshot of a gVisor sandbox: how long the parent did not answer."};
+	"Cold CreateSandbox to the sandbox answering on its port.",
+	"Restore of an image (warm create, fork child, standby) to the sandbox answering.",
+	"ForkTag or BranchSandbox's fork: from the call to every child routed.",
+	"Snapshot: from the checkpoint's start to the image sealed.",
+	"Snapshot of a gVisor sandbox: how long the parent did not answer."};
 static const char *const backends[_BACKEND_MAX] = {"gvisor", "microvm"};
 
 static struct prom_hist hists[OP_MAX][2];
@@ -57,7 +57,8 @@ metrics_sandbox_ready(const struct sandbox *sb)
 {
 	uint64_t now = now_usec();
 	if (sb->t_pause_us)
-		metrics_observe(OP_SNAPSHOT_PAUSE, backend_to_string(sb->backend), now - sb->t_pause_us);
+		metrics_observe(OP_SNAPSHOT_PAUSE, backend_to_string(sb->backend),
+				now - sb->t_pause_us);
 	else if (sb->restoring_tag[0])
 		metrics_observe(OP_RESTORE, backend_to_string(sb->backend), now - sb->t_create_us);
 	else
@@ -251,7 +252,7 @@ metrics_render(struct prom_buf *b, const Warren__V1__SlotCountersResponse *sc)
 		}
 	}
 	const Warren__V1__StatusResponse *ns =
-	    sup->helpers[HELPER_NETNSD].up ? sup->helpers[HELPER_NETNSD].status : NULL;
+		sup->helpers[HELPER_NETNSD].up ? sup->helpers[HELPER_NETNSD].status : NULL;
 	prom_header(b, "warren_pool_slots", "gauge", "Namespace slots in the pool.");
 	prom_sample_u64(b, "warren_pool_slots", "", ns ? ns->pool_size : 0);
 	prom_header(b, "warren_pool_slots_free", "gauge", "Namespace slots free to claim.");
@@ -339,8 +340,8 @@ counters_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	/* without netnsd's figures the network series are left out, the rest still goes */
 	metrics_push(seq,
 		     r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_SLOT_COUNTERS
-			 ? resp->slot_counters
-			 : NULL);
+			     ? resp->slot_counters
+			     : NULL);
 }
 
 /* From the gateway: a scrape is waiting for our part. */
@@ -348,7 +349,6 @@ void
 metrics_on_needed(uint64_t seq)
 {
 	Warren__V1__SlotCountersRequest q = WARREN__V1__SLOT_COUNTERS_REQUEST__INIT;
-	if (netnsd_client_slot_counters(&q, 1000, counters_done, (void *)(uintptr_t)seq) <
-	    0)
+	if (netnsd_client_slot_counters(&q, 1000, counters_done, (void *)(uintptr_t)seq) < 0)
 		metrics_push(seq, NULL);
 }

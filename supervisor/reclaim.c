@@ -29,7 +29,8 @@ reclaim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		metrics_reclaimed(sb->reclaimed_bytes);
 		log_info("Sandbox %s: reclaimed %llu MiB (%llu -> %llu MiB) in %llu ms", sb->id,
 			 (unsigned long long)(sb->reclaimed_bytes >> 20),
-			 (unsigned long long)(rr->before >> 20), (unsigned long long)(rr->after >> 20),
+			 (unsigned long long)(rr->before >> 20),
+			 (unsigned long long)(rr->after >> 20),
 			 (unsigned long long)(rr->elapsed_us / 1000));
 		sd_bus_emit_properties_changed(sup->bus, sb->path, SANDBOX_IFACE, "ReclaimedBytes",
 					       NULL);
@@ -67,8 +68,8 @@ setup_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	ipc_close_fds(fds, n_fds);
 	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_SETUP_RECLAIM) {
 		const Warren__V1__SetupReclaimResponse *o = resp->setup_reclaim;
-		operation_return(&op, "tbtts", o->swap_bytes, o->zswap_enabled,
-					   o->zswap_pool_bytes, o->zswapped_bytes, o->compressor);
+		operation_return(&op, "tbtts", o->swap_bytes, o->zswap_enabled, o->zswap_pool_bytes,
+				 o->zswapped_bytes, o->compressor);
 		sd_bus_emit_properties_changed(sup->bus, MANAGER_PATH, MANAGER_IFACE, "SwapBytes",
 					       "ZswapEnabled", NULL);
 	} else {

@@ -133,9 +133,11 @@ property_get_timings(sd_bus *bus, const char *path, const char *iface, const cha
 	struct sandbox *sb = ud;
 	sd_bus_message_open_container(reply, 'a', "{st}");
 	if (sb->t_claimed_us)
-		sd_bus_message_append(reply, "{st}", "claim_us", sb->t_claimed_us - sb->t_create_us);
+		sd_bus_message_append(reply, "{st}", "claim_us",
+				      sb->t_claimed_us - sb->t_create_us);
 	if (sb->t_spawned_us)
-		sd_bus_message_append(reply, "{st}", "spawn_us", sb->t_spawned_us - sb->t_create_us);
+		sd_bus_message_append(reply, "{st}", "spawn_us",
+				      sb->t_spawned_us - sb->t_create_us);
 	if (sb->t_ready_us)
 		sd_bus_message_append(reply, "{st}", "ready_us", sb->t_ready_us - sb->t_create_us);
 	if (sb->last_pause_us)
@@ -148,14 +150,10 @@ static const sd_bus_vtable sandbox_vtable[] = {
 	 * sd-bus's default capability check. */
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("Id", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-	SD_BUS_PROPERTY("Template", "s", property_get_string, 0,
-			SD_BUS_VTABLE_PROPERTY_CONST),
-	SD_BUS_PROPERTY("Backend", "s", property_get_string, 0,
-			SD_BUS_VTABLE_PROPERTY_CONST),
-	SD_BUS_PROPERTY("State", "s", property_get_string, 0,
-			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-	SD_BUS_PROPERTY("Reason", "s", property_get_string, 0,
-			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("Template", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("Backend", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("State", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("Reason", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("URL", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_PROPERTY("Address", "s", property_get_string, 0, 0),
 	SD_BUS_PROPERTY("Image", "s", property_get_string, 0, 0),
@@ -171,15 +169,16 @@ static const sd_bus_vtable sandbox_vtable[] = {
 	SD_BUS_METHOD_WITH_NAMES("Exec", "as", SD_BUS_PARAM(argv), "iayay",
 				 SD_BUS_PARAM(status) SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr),
 				 method_exec, SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_METHOD_WITH_NAMES("ExecWithOptions", "asa{sv}", SD_BUS_PARAM(argv)
-				 SD_BUS_PARAM(options), "iayay", SD_BUS_PARAM(status)
-				 SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr), method_exec,
-				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("ExecWithOptions", "asa{sv}",
+				 SD_BUS_PARAM(argv) SD_BUS_PARAM(options), "iayay",
+				 SD_BUS_PARAM(status) SD_BUS_PARAM(stdout) SD_BUS_PARAM(stderr),
+				 method_exec, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Freeze", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("OpenLogs", "a{sv}", SD_BUS_PARAM(options), "h", SD_BUS_PARAM(fd),
 				 method_open_logs, SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_METHOD_WITH_NAMES("Snapshot", "s", SD_BUS_PARAM(tag), "st", SD_BUS_PARAM(tag)
-				 SD_BUS_PARAM(size), method_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("Snapshot", "s", SD_BUS_PARAM(tag), "st",
+				 SD_BUS_PARAM(tag) SD_BUS_PARAM(size), method_snapshot,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Thaw", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_NAMES("StateChanged", "ss", SD_BUS_PARAM(state) SD_BUS_PARAM(reason), 0),
 	SD_BUS_VTABLE_END};

@@ -26,9 +26,9 @@
 struct supervisor *sup;
 
 static const char *const state_names[] = {
-	[SANDBOX_CREATING] = "creating", [SANDBOX_STARTING] = "starting",
-	[SANDBOX_RUNNING] = "running",   [SANDBOX_FROZEN] = "frozen",
-	[SANDBOX_EXITED] = "exited",     [SANDBOX_FAILED] = "failed",
+	[SANDBOX_CREATING] = "creating",     [SANDBOX_STARTING] = "starting",
+	[SANDBOX_RUNNING] = "running",	     [SANDBOX_FROZEN] = "frozen",
+	[SANDBOX_EXITED] = "exited",	     [SANDBOX_FAILED] = "failed",
 	[SANDBOX_DESTROYING] = "destroying", [SANDBOX_SNAPSHOTTING] = "snapshotting",
 };
 
@@ -197,7 +197,8 @@ route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 			q.reason = (char *)sandbox_state_to_string(sb->state);
 	}
 	if (gateway_client_set_route(&q, 5000, cb ? cb : ipc_ignore_reply,
-			cb ? ud : (void *)"set_route") < 0 && cb)
+				     cb ? ud : (void *)"set_route") < 0 &&
+	    cb)
 		cb(NULL, -ENOTCONN, NULL, 0, ud);
 }
 
@@ -282,8 +283,7 @@ destroy_runtime_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, voi
 	ipc_close_fds(fds, n_fds);
 	struct release *rl = ud;
 	if (r < 0 && r != -ENOENT)
-		log_warning_errno(r, "Destroying runtime: %s",
-				  helper_message(resp, "%m"));
+		log_warning_errno(r, "Destroying runtime: %s", helper_message(resp, "%m"));
 	if (r < 0 && r != -ENOENT && resp) {
 		/* netnsd answered that the runtime could not be removed: its slot is not free and
 		 * is not given back (netnsd still lists the runtime; a re-sync removes it) */
@@ -385,8 +385,9 @@ spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	sb->spawning = false;
 	sb->image_fd = safe_close(sb->image_fd);
 	/* the namespace fd stays: a snapshot restores the sandbox into the same slot */
-	if (r == 0 && resp && (resp->body_case == WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX ||
-			       resp->body_case == WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX)) {
+	if (r == 0 && resp &&
+	    (resp->body_case == WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX ||
+	     resp->body_case == WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX)) {
 		sb->runtime_alive = true;
 		sb->pid = resp->spawn_sandbox->pid;
 		sb->t_spawned_us = now_usec();
@@ -465,8 +466,9 @@ route_set_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (!sb)
 		return;
 	if (r < 0)
-		log_warning_errno(r, "Sandbox %s: gateway route not set yet (%m); it is pushed again "
-				     "when the gateway is back",
+		log_warning_errno(r,
+				  "Sandbox %s: gateway route not set yet (%m); it is pushed again "
+				  "when the gateway is back",
 				  sb->id);
 	if (sb->state == SANDBOX_DESTROYING) {
 		sandbox_release(sb, true);
@@ -497,7 +499,8 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 			fail_create(sb, ERR("HostFull"), "The host cannot hold another sandbox: %s",
 				    helper_message(resp, "host full"));
 		else
-			fail_create(sb, ERR("HelperUnavailable"), "netnsd could not claim a slot: %s",
+			fail_create(sb, ERR("HelperUnavailable"),
+				    "netnsd could not claim a slot: %s",
 				    helper_message(resp, strerror(-r)));
 		sandbox_forget(sb);
 		return;
@@ -518,9 +521,8 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 
 static int
 create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
-	      uint32_t pool_timeout_ms,
-	      uint32_t start_timeout_ms, bool wait, int image_fd, const char *tag,
-	      struct fork_job *job, struct sandbox **out, sd_bus_error *err)
+	      uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, int image_fd,
+	      const char *tag, struct fork_job *job, struct sandbox **out, sd_bus_error *err)
 {
 	if (!helper(HELPER_NETNSD))
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
@@ -547,8 +549,7 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
 	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
 	q.allow_outbound = t->allow_outbound;
-	int r = netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done,
-			    strdup(id));
+	int r = netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done, strdup(id));
 	if (r < 0) {
 		sb->create_msg = sd_bus_message_unref(sb->create_msg);
 		sb->fork_job = NULL; /* the caller reports it */
@@ -564,8 +565,8 @@ int
 sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
 	       uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err)
 {
-	return create_common(s, m, t, backend, pool_timeout_ms, start_timeout_ms, wait, -1, NULL, NULL, NULL,
-			     err);
+	return create_common(s, m, t, backend, pool_timeout_ms, start_timeout_ms, wait, -1, NULL,
+			     NULL, NULL, err);
 }
 
 int
@@ -573,8 +574,8 @@ sandbox_create_restoring(struct supervisor *s, sd_bus_message *m, struct templat
 			 const char *backend, uint32_t pool_timeout_ms, uint32_t start_timeout_ms,
 			 bool wait, int image_fd, const char *tag, sd_bus_error *err)
 {
-	return create_common(s, m, t, backend, pool_timeout_ms, start_timeout_ms, wait, image_fd, tag, NULL,
-			     NULL, err);
+	return create_common(s, m, t, backend, pool_timeout_ms, start_timeout_ms, wait, image_fd,
+			     tag, NULL, NULL, err);
 }
 
 struct sandbox *
@@ -589,8 +590,8 @@ sandbox_create_internal(struct supervisor *s, struct template *t, const char *ba
 }
 
 struct sandbox *
-sandbox_create_standby(struct supervisor *s, struct template *t, const char *backend,
-		       int image_fd, const char *tag)
+sandbox_create_standby(struct supervisor *s, struct template *t, const char *backend, int image_fd,
+		       const char *tag)
 {
 	struct sandbox *sb = NULL;
 	sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -672,8 +673,8 @@ sandbox_ready(struct sandbox *sb)
 	if (sb->t_pause_us) {
 		sb->last_pause_us = sb->t_ready_us - sb->t_pause_us;
 		sb->t_pause_us = 0;
-		log_info("Sandbox %s answers again after a %llu ms pause for its snapshot",
-			 sb->id, (unsigned long long)(sb->last_pause_us / 1000));
+		log_info("Sandbox %s answers again after a %llu ms pause for its snapshot", sb->id,
+			 (unsigned long long)(sb->last_pause_us / 1000));
 	}
 	if (sb->start_timer)
 		evtimer_del(sb->start_timer);
@@ -682,7 +683,6 @@ sandbox_ready(struct sandbox *sb)
 	if (sb->warmer)
 		warm_sandbox_ready(sb);
 }
-
 
 void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
 
@@ -705,12 +705,15 @@ sandbox_on_event(const IpcResponse *ev)
 		if (sb->backend == BACKEND_MICROVM && !e->signal && e->exit_status == 0)
 			/* the agent powers the guest off when the program ends; its status is on
 			 * the guest console (netnsd --vm-console) */
-			snprintf(reason, sizeof reason, "its program ended and the microVM powered off");
+			snprintf(reason, sizeof reason,
+				 "its program ended and the microVM powered off");
 		else if (sb->backend == BACKEND_MICROVM)
 			snprintf(reason, sizeof reason, "its VMM died (%s %d)",
-				 e->signal ? "signal" : "status", e->signal ? e->signal : e->exit_status);
+				 e->signal ? "signal" : "status",
+				 e->signal ? e->signal : e->exit_status);
 		else if (e->signal)
-			snprintf(reason, sizeof reason, "its app was killed by signal %d", e->signal);
+			snprintf(reason, sizeof reason, "its app was killed by signal %d",
+				 e->signal);
 		else
 			snprintf(reason, sizeof reason, "its app exited with status %d",
 				 e->exit_status);
@@ -891,7 +894,8 @@ reconcile_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		} else if (sb->state == SANDBOX_STARTING || sb->state == SANDBOX_RUNNING ||
 			   sb->state == SANDBOX_FROZEN) {
 			sb->runtime_alive = info != NULL;
-			sandbox_fail(sb, SANDBOX_FAILED, "its runtime went away while Warren restarted");
+			sandbox_fail(sb, SANDBOX_FAILED,
+				     "its runtime went away while Warren restarted");
 		} else {
 			sb->runtime_alive = info != NULL;
 			route_push(sb, NULL, NULL);
@@ -924,6 +928,7 @@ void
 sandboxes_push_routes(struct supervisor *s)
 {
 	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
-		if (sb->state != SANDBOX_CREATING && sb->state != SANDBOX_DESTROYING && sb->address[0])
+		if (sb->state != SANDBOX_CREATING && sb->state != SANDBOX_DESTROYING &&
+		    sb->address[0])
 			route_push(sb, NULL, NULL);
 }

@@ -25,8 +25,8 @@
 static void
 progress(const char *operation, const char *tag, const char *phase, unsigned done, unsigned total)
 {
-	sd_bus_emit_signal(sup->bus, MANAGER_PATH, MANAGER_IFACE, "Progress", "sssuu", operation, tag,
-			   phase, done, total);
+	sd_bus_emit_signal(sup->bus, MANAGER_PATH, MANAGER_IFACE, "Progress", "sssuu", operation,
+			   tag, phase, done, total);
 }
 
 /* Ask snapshotd to verify and open a tag's image; cb gets its directory fd. */
@@ -92,8 +92,7 @@ fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *err
 		j->ids[j->n_ids++] = strdup(id);
 		logs_owner_set(id, operation_message(j->op));
 		sandbox_route_refresh(id);
-	}
-	else if (error)
+	} else if (error)
 		snprintf(j->error, sizeof j->error, "%s", error);
 	progress("fork", j->tag, "children routed", j->count - j->pending + 1, j->count);
 	if (--j->pending == 0)
@@ -104,10 +103,10 @@ static void
 fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
 	struct fork_job *j = ud;
-	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_OPEN_IMAGE || n_fds != 1) {
+	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_OPEN_IMAGE ||
+	    n_fds != 1) {
 		ipc_close_fds(fds, n_fds);
-		snprintf(j->error, sizeof j->error, "%s",
-			 helper_message(resp, strerror(-r)));
+		snprintf(j->error, sizeof j->error, "%s", helper_message(resp, strerror(-r)));
 		fork_job_finish(j);
 		return;
 	}
@@ -126,8 +125,9 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		char step[32];
 		snprintf(step, sizeof step, "fork-child-%u", i + 1);
 		fault_point(step);
-		if (sandbox_create_from_image(sup, t, backend_to_string(resp->open_image->image->backend), j->image_fd,
-					      j->tag, j, &e) < 0)
+		if (sandbox_create_from_image(sup, t,
+					      backend_to_string(resp->open_image->image->backend),
+					      j->image_fd, j->tag, j, &e) < 0)
 			fork_job_child_done(j, NULL, false, e.message);
 		sd_bus_error_free(&e);
 	}
@@ -174,7 +174,8 @@ method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 	r = fork_start(&op, tag, count);
 	if (r < 0) {
 		operation_cancel(&op); /* answered by the error returned to sd-bus */
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s", strerror(-r));
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s",
+					 strerror(-r));
 	}
 	return 1;
 }
@@ -186,9 +187,9 @@ struct snap {
 	char tag[33];
 	char temp[128];
 	struct operation *op; /* NULL: a warm template's image, nobody waits */
-	unsigned fork_count; /* BranchSandbox: children to fork once the image is sealed */
-	bool discard_parent; /* a warm template's image: the parent is not restored */
-	bool still_running;  /* a microVM resumed in place: nothing to restore */
+	unsigned fork_count;  /* BranchSandbox: children to fork once the image is sealed */
+	bool discard_parent;  /* a warm template's image: the parent is not restored */
+	bool still_running;   /* a microVM resumed in place: nothing to restore */
 	uint64_t t0;
 	uint64_t size;
 };
@@ -258,8 +259,7 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		} else
 			operation_return(&sn->op, "st", sn->tag, sn->size);
 	} else
-		snap_reply_error(sn, ERR("SnapshotFailed"),
-				 helper_message(resp, strerror(-r)));
+		snap_reply_error(sn, ERR("SnapshotFailed"), helper_message(resp, strerror(-r)));
 	if (sn->discard_parent) {
 		if (sb) {
 			sb->warmer = false;
@@ -309,7 +309,8 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 		return;
 	}
 	progress("snapshot", sn->tag, "checkpointed", 2, 3);
-	sn->still_running = resp && resp->body_case == WARREN__V1__RESPONSE__BODY_CHECKPOINT_SANDBOX &&
+	sn->still_running = resp &&
+			    resp->body_case == WARREN__V1__RESPONSE__BODY_CHECKPOINT_SANDBOX &&
 			    resp->checkpoint_sandbox->still_running;
 	if (sn->still_running && sb && !sn->discard_parent) {
 		/* the parent answers again while the image is sealed */
@@ -363,15 +364,17 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 		return sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s, not running",
 					 sb->id, sandbox_state_to_string(sb->state));
 	if (exec_running(sb))
-		return sd_bus_error_setf(err, ERR("BadState"),
-					 "Sandbox %s runs an exec: a checkpoint would end it; snapshot "
-					 "it when the exec is done",
-					 sb->id);
+		return sd_bus_error_setf(
+			err, ERR("BadState"),
+			"Sandbox %s runs an exec: a checkpoint would end it; snapshot "
+			"it when the exec is done",
+			sb->id);
 	if (sb->nsfd < 0)
-		return sd_bus_error_setf(err, ERR("BadState"),
-					 "Sandbox %s was re-adopted after a restart; Warren no longer "
-					 "holds its namespace and cannot restore it after a checkpoint",
-					 sb->id);
+		return sd_bus_error_setf(
+			err, ERR("BadState"),
+			"Sandbox %s was re-adopted after a restart; Warren no longer "
+			"holds its namespace and cannot restore it after a checkpoint",
+			sb->id);
 	struct snap *sn = calloc(1, sizeof *sn);
 	snprintf(sn->id, sizeof sn->id, "%s", sb->id);
 	snprintf(sn->tag, sizeof sn->tag, "%s", tag);
@@ -385,7 +388,8 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	if (snapshotd_client_prepare_image(&q, 10000, prepare_done, sn) < 0) {
 		sandbox_snapshot_aborted(sb);
 		snap_free(sn);
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
+					 "snapshotd is not connected");
 	}
 	return 1;
 }
@@ -444,8 +448,9 @@ list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		sd_bus_message_open_container(reply, 'a', "(sstbts)");
 		for (size_t i = 0; i < resp->list_images->n_images; i++) {
 			const Warren__V1__ImageInfo *im = resp->list_images->images[i];
-			sd_bus_message_append(reply, "(sstbts)", im->name, im->template_name, im->size,
-					      im->compressed, im->created_usec, im->parent);
+			sd_bus_message_append(reply, "(sstbts)", im->name, im->template_name,
+					      im->size, im->compressed, im->created_usec,
+					      im->parent);
 		}
 		sd_bus_message_close_container(reply);
 		operation_send(&op, reply);
@@ -466,7 +471,8 @@ method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return -ENOMEM;
 	if (snapshotd_client_list_images(&q, 10000, list_tags_done, op) < 0) {
 		operation_cancel(&op);
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
+					 "snapshotd is not connected");
 	}
 	return 1;
 }
@@ -511,7 +517,8 @@ method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return -ENOMEM;
 	if (image_remove_call(tag, remove_tag_done, op) < 0) {
 		operation_cancel(&op);
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd is not connected");
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
+					 "snapshotd is not connected");
 	}
 	return 1;
 }

@@ -17,9 +17,9 @@ state_write_sandbox(struct supervisor *s, struct sandbox *sb)
 	int n = snprintf(buf, sizeof buf,
 			 "id=%s\ntemplate=%s\nbackend=%s\nslot=%d\naddress=%s\ncreated=%llu\n"
 			 "state=%s\nstandby=%d\n",
-			 sb->id, sb->template_name, backend_to_string(sb->backend), sb->slot, sb->address,
-			 (unsigned long long)sb->created_usec, sandbox_state_to_string(sb->state),
-			 sb->standby);
+			 sb->id, sb->template_name, backend_to_string(sb->backend), sb->slot,
+			 sb->address, (unsigned long long)sb->created_usec,
+			 sandbox_state_to_string(sb->state), sb->standby);
 	/* Not fsynced: a record must survive the supervisor's crash (the page cache does), and
 	 * after a power loss no sandbox is left to re-adopt. An fsync per state change cost ~10 ms
 	 * on this disk and serialised side-by-side creates. */

@@ -7,7 +7,7 @@
 
 /* AF_UNIX: the system bus and the helpers; no ioctl(), no unshare() */
 static const int families[] = {AF_UNIX, 0};
-static const char *const groups[] = {"@default", "@basic-io", "@event-loop", "@ipc", "@file-read",
-				     "@file-write", NULL};
+static const char *const groups[] = {"@default",   "@basic-io",	  "@event-loop", "@ipc",
+				     "@file-read", "@file-write", NULL};
 const struct seccomp_policy supervisor_seccomp = {
 	.name = "supervisor", .groups = groups, .socket_families = families};

@@ -19,7 +19,8 @@
 #define SANDBOX_PREFIX "/org/warren/Warren1/sandbox"
 #define SANDBOX_IFACE "org.warren.Warren1.Sandbox"
 
-struct template {
+struct template
+{
 	char name[33];
 	char *rootfs;
 	char **argv;
@@ -29,17 +30,17 @@ struct template {
 	bool allow_outbound;
 	uint32_t idle_ms; /* 0: the supervisor's default */
 	bool builtin;
-	bool warm;    /* creates restore an image of the started app (tag warm-<name>) */
+	bool warm;	  /* creates restore an image of the started app (tag warm-<name>) */
 	unsigned standby; /* warm: sandboxes kept restored ahead, per backend in use */
 	uint32_t pids_max, cpu_millis; /* its own bounds (0: netnsd's host-wide caps) */
 	unsigned warming; /* per backend (bit 0 gvisor, 1 microvm): a cold sandbox is being
 			   * started to take that image */
-	char **env;       /* KEY=value for the program (template-options.c), NULL-terminated */
+	char **env;	  /* KEY=value for the program (template-options.c), NULL-terminated */
 	size_t envc;
-	char *cwd;        /* NULL: / */
-	bool user_set;    /* run the program as uid:gid (default root) */
+	char *cwd;     /* NULL: / */
+	bool user_set; /* run the program as uid:gid (default root) */
 	uint32_t uid, gid;
-	bool imported;    /* its tree is warren-importd's: removed with the template */
+	bool imported; /* its tree is warren-importd's: removed with the template */
 	struct template *next;
 };
 
@@ -69,22 +70,22 @@ struct sandbox {
 	int slot; /* -1 none */
 	int nsfd;
 	int pid;
-	uint64_t created_usec; /* realtime */
+	uint64_t created_usec;					      /* realtime */
 	uint64_t t_create_us, t_claimed_us, t_spawned_us, t_ready_us; /* monotonic */
 	uint32_t start_timeout_ms;
-	bool spawning;       /* a spawn is in flight */
-	bool destroy_wanted; /* Destroy() arrived while spawning */
-	bool runtime_alive;  /* netnsd has a runtime for it */
+	bool spawning;		    /* a spawn is in flight */
+	bool destroy_wanted;	    /* Destroy() arrived while spawning */
+	bool runtime_alive;	    /* netnsd has a runtime for it */
 	sd_bus_message *create_msg; /* a CreateSandbox waiting (wait=true or pool) */
-	bool reclaiming;            /* snapshotd is reclaiming it: a thaw waits */
+	bool reclaiming;	    /* snapshotd is reclaiming it: a thaw waits */
 	bool thaw_pending;
 	sd_bus_message *thaw_msg;
 	uint64_t reclaimed_bytes;
-	int image_fd;             /* restore from this image instead of a cold start */
+	int image_fd; /* restore from this image instead of a cold start */
 	char restoring_tag[33];
 	struct fork_job *fork_job; /* a child of ForkTag: report to the job, not to D-Bus */
-	uint64_t t_pause_us;       /* snapshot: when the parent stopped answering */
-	bool warmer;               /* started only to take its template's warm image */
+	uint64_t t_pause_us;	   /* snapshot: when the parent stopped answering */
+	bool warmer;		   /* started only to take its template's warm image */
 	uint64_t last_pause_us;
 	bool reply_when_running;
 	struct event *start_timer;
@@ -108,7 +109,6 @@ struct supervisor {
 
 extern struct supervisor *sup;
 
-
 /* templates.c */
 int templates_load(struct supervisor *s);
 struct template *template_find(struct supervisor *s, const char *name);
@@ -124,8 +124,7 @@ void template_free(struct template *t);
 /* template-options.c: env, cwd and user of templates (AddTemplate and ImportTemplate options,
  * read back by GetTemplate) and what a spawn passes to the runtime */
 struct Warren__V1__SpawnSandboxRequest;
-int template_option_read(sd_bus_message *m, const char *key, struct template *t,
-			 sd_bus_error *err);
+int template_option_read(sd_bus_message *m, const char *key, struct template *t, sd_bus_error *err);
 int template_spawn_fill(const struct template *t, const char *sandbox_id,
 			struct Warren__V1__SpawnSandboxRequest *q, char ***env_out);
 /* template-import.c: ImportTemplate, GetTemplate, the link to warren-importd */
@@ -138,13 +137,16 @@ struct sandbox *sandbox_find(struct supervisor *s, const char *id);
 void sandbox_route_refresh(const char *id);
 /* backend: "gvisor" or "microvm" (the Backends property lists what netnsd serves) */
 int sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
-		   uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait, sd_bus_error *err);
+		   uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait,
+		   sd_bus_error *err);
 int sandbox_create_from_image(struct supervisor *s, struct template *t, const char *backend,
-			      int image_fd, const char *tag, struct fork_job *job, sd_bus_error *err);
+			      int image_fd, const char *tag, struct fork_job *job,
+			      sd_bus_error *err);
 /* A create that restores image_fd (tag) and answers m like CreateSandbox. */
 int sandbox_create_restoring(struct supervisor *s, sd_bus_message *m, struct template *t,
-			     const char *backend, uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait,
-			     int image_fd, const char *tag, sd_bus_error *err);
+			     const char *backend, uint32_t pool_timeout_ms,
+			     uint32_t start_timeout_ms, bool wait, int image_fd, const char *tag,
+			     sd_bus_error *err);
 /* template-limits.c: AddTemplate's pids/cpu_millis option into t (range-checked; the host's
  * caps are netnsd's); 0 or a D-Bus error. */
 int template_limit_option(sd_bus_message *m, const char *key, struct template *t,
@@ -162,8 +164,7 @@ struct sandbox *sandbox_create_internal(struct supervisor *s, struct template *t
 					const char *backend);
 /* warm.c */
 int warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
-		uint32_t pool_timeout_ms,
-		uint32_t start_timeout_ms, bool wait);
+		uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait);
 void warm_sandbox_ready(struct sandbox *sb);
 void warm_done(const char *template_name, const char *backend, bool ok);
 void warm_tag(const char *template_name, const char *backend, char *tag, size_t size);

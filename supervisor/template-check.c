@@ -25,10 +25,10 @@ rootfs_checked(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (r < 0) {
 		const char *why = helper_message(resp, strerror(-r));
 		log_warning("Template %s refused: %s", c->t->name, why);
-		operation_error(&c->op, r == -ENOTCONN || r == -ETIMEDOUT
-							 ? ERR("HelperUnavailable")
-							 : ERR("InvalidPath"),
-					   "Template %s: %s", c->t->name, why);
+		operation_error(&c->op,
+				r == -ENOTCONN || r == -ETIMEDOUT ? ERR("HelperUnavailable")
+								  : ERR("InvalidPath"),
+				"Template %s: %s", c->t->name, why);
 		template_free(c->t);
 	} else {
 		/* checked again: another AddTemplate of the same name may have come meanwhile */
@@ -44,8 +44,7 @@ rootfs_checked(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 }
 
 int
-template_add_checked(struct supervisor *s, struct template *t, sd_bus_message *m,
-		     sd_bus_error *err)
+template_add_checked(struct supervisor *s, struct template *t, sd_bus_message *m, sd_bus_error *err)
 {
 	int r = template_check(s, t, err);
 	if (r < 0)

@@ -23,7 +23,7 @@ const char *template_importd_socket = "/run/warren/importd.sock";
 
 struct import_job {
 	struct operation *op; /* the ImportTemplate call */
-	struct template *t; /* the caller's options; completed from the image */
+	struct template *t;   /* the caller's options; completed from the image */
 	bool argv_set, port_set, memory_set;
 };
 
@@ -53,7 +53,8 @@ static int
 importd_connect(void)
 {
 	if (!importd)
-		importd = ipc_client_new(sup->dc.base, "importd", importd_event, importd_down, NULL);
+		importd =
+			ipc_client_new(sup->dc.base, "importd", importd_event, importd_down, NULL);
 	if (!importd)
 		return -ENOMEM;
 	if (ipc_client_connected(importd))
@@ -92,7 +93,8 @@ template_import_remove_tree(const char *name)
 	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMPORTED;
 	req.remove_imported = &q;
 	char *n = strdup(name);
-	if (importd_connect() < 0 || ipc_client_call(importd, &req, NULL, 0, 60000, removed_done, n) < 0) {
+	if (importd_connect() < 0 ||
+	    ipc_client_call(importd, &req, NULL, 0, 60000, removed_done, n) < 0) {
 		log_warning("Imported tree of %s stays: warren-importd is not reachable", name);
 		free(n);
 	}
@@ -104,8 +106,10 @@ strv_copy_checked(char **v, size_t n, bool env)
 {
 	char **out = calloc(n + 1, sizeof *out);
 	for (size_t i = 0; out && i < n; i++) {
-		if (!v[i] || (env ? !template_env_valid(v[i]) : !string_valid(v[i], TEMPLATE_ARG_MAX)))
-			return NULL; /* leaks the copies made so far; an error path of a bad helper */
+		if (!v[i] ||
+		    (env ? !template_env_valid(v[i]) : !string_valid(v[i], TEMPLATE_ARG_MAX)))
+			return NULL; /* leaks the copies made so far; an error path of a bad helper
+				      */
 		out[i] = strdup(v[i]);
 	}
 	return out;
@@ -150,9 +154,9 @@ import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	sd_bus_error err = SD_BUS_ERROR_NULL;
 	struct template *t = j->t;
 	const Warren__V1__ImportTemplateResponse *res =
-	    resp && resp->body_case == WARREN__V1__RESPONSE__BODY_IMPORT_TEMPLATE
-		? resp->import_template
-		: NULL;
+		resp && resp->body_case == WARREN__V1__RESPONSE__BODY_IMPORT_TEMPLATE
+			? resp->import_template
+			: NULL;
 	if (r < 0 || !res) {
 		sd_bus_error_setf(&err, ERR("ImportFailed"), "Importing %s failed: %s", t->name,
 				  helper_message(resp, strerror(r < 0 ? -r : EIO)));
@@ -160,7 +164,8 @@ import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	}
 	bool tree_ours = true;
 	if (!res->rootfs || !string_valid(res->rootfs, TEMPLATE_PATH_MAX)) {
-		sd_bus_error_setf(&err, ERR("ImportFailed"), "warren-importd's answer is not valid");
+		sd_bus_error_setf(&err, ERR("ImportFailed"),
+				  "warren-importd's answer is not valid");
 		goto out;
 	}
 	free(t->rootfs);
@@ -168,10 +173,11 @@ import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	t->imported = true;
 	if (!j->argv_set) {
 		if (res->n_argv == 0 || res->n_argv > TEMPLATE_ARGC_MAX) {
-			sd_bus_error_setf(&err, ERR("InvalidArgument"),
-					  "The image has no command (entrypoint or cmd), or more than "
-					  "%d arguments: give one (warrenctl: --cmd)",
-					  TEMPLATE_ARGC_MAX);
+			sd_bus_error_setf(
+				&err, ERR("InvalidArgument"),
+				"The image has no command (entrypoint or cmd), or more than "
+				"%d arguments: give one (warrenctl: --cmd)",
+				TEMPLATE_ARGC_MAX);
 			goto remove;
 		}
 		t->argv = strv_copy_checked(res->argv, res->n_argv, false);
@@ -302,15 +308,16 @@ method_import_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 		} else if (!strcmp(key, "standby")) {
 			r = sd_bus_message_read(m, "v", "u", &t->standby);
 		} else if ((r = template_option_read(m, key, t, err)) == 0) {
-			r = sd_bus_error_setf(err, ERR("InvalidArgument"),
-					      "Unknown option '%s' (known: reference, vm_image, argv, "
-					      "port, memory_limit, allow_outbound, idle_ms, warm, "
-					      "standby, env, cwd, user)",
-					      key);
+			r = sd_bus_error_setf(
+				err, ERR("InvalidArgument"),
+				"Unknown option '%s' (known: reference, vm_image, argv, "
+				"port, memory_limit, allow_outbound, idle_ms, warm, "
+				"standby, env, cwd, user)",
+				key);
 		}
 		if (r < 0 && !sd_bus_error_is_set(err))
-			sd_bus_error_setf(err, ERR("InvalidArgument"), "Option '%s' has the wrong type",
-					  key);
+			sd_bus_error_setf(err, ERR("InvalidArgument"),
+					  "Option '%s' has the wrong type", key);
 		if (r < 0)
 			break;
 		sd_bus_message_exit_container(m);
@@ -405,15 +412,16 @@ method_get_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 
 static const sd_bus_vtable template_vtable[] = {
 	SD_BUS_VTABLE_START(0),
-	SD_BUS_METHOD_WITH_NAMES("ImportTemplate", "shsa{sv}", SD_BUS_PARAM(name)
-				 SD_BUS_PARAM(source) SD_BUS_PARAM(format) SD_BUS_PARAM(options),
-				 "a{sv}", SD_BUS_PARAM(result), method_import_template,
-				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES(
+		"ImportTemplate", "shsa{sv}",
+		SD_BUS_PARAM(name) SD_BUS_PARAM(source) SD_BUS_PARAM(format) SD_BUS_PARAM(options),
+		"a{sv}", SD_BUS_PARAM(result), method_import_template, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("GetTemplate", "s", SD_BUS_PARAM(name), "a{sv}",
 				 SD_BUS_PARAM(options), method_get_template,
 				 SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_SIGNAL_WITH_NAMES("ImportProgress", "sstt", SD_BUS_PARAM(name) SD_BUS_PARAM(phase)
-				 SD_BUS_PARAM(done) SD_BUS_PARAM(total), 0),
+	SD_BUS_SIGNAL_WITH_NAMES(
+		"ImportProgress", "sstt",
+		SD_BUS_PARAM(name) SD_BUS_PARAM(phase) SD_BUS_PARAM(done) SD_BUS_PARAM(total), 0),
 	SD_BUS_VTABLE_END};
 
 int

@@ -51,10 +51,11 @@ template_option_read(sd_bus_message *m, const char *key, struct template *t, sd_
 		size_t n = 0;
 		for (; env && env[n]; n++)
 			if (!template_env_valid(env[n]) || n >= TEMPLATE_ENVC_MAX) {
-				sd_bus_error_setf(err, ERR("InvalidArgument"),
-						  "Environment entry '%s' is not KEY=value, or there "
-						  "are more than %d",
-						  env[n], TEMPLATE_ENVC_MAX);
+				sd_bus_error_setf(
+					err, ERR("InvalidArgument"),
+					"Environment entry '%s' is not KEY=value, or there "
+					"are more than %d",
+					env[n], TEMPLATE_ENVC_MAX);
 				for (size_t i = 0; env[i]; i++)
 					free(env[i]);
 				free(env);

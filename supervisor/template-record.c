@@ -242,8 +242,9 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 		K_MAX
 	};
 	static const char *const keys[K_MAX] = {
-	    "format", "rootfs", "port", "memory", "allow_outbound", "idle_ms", "warm", "standby",
-	    "pids", "cpu_millis", "cwd", "uid", "gid", "imported"};
+		"format",  "rootfs", "port",	"memory",  "allow_outbound",
+		"idle_ms", "warm",   "standby", "pids",	   "cpu_millis",
+		"cwd",	   "uid",    "gid",	"imported"};
 	bool seen[K_MAX] = {0};
 	bool escaped = false;
 	size_t pos = 0, line = 0;
@@ -295,7 +296,8 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 		}
 		if (kn == 3 && !memcmp(l, "env", 3)) {
 			if (r->envc >= TEMPLATE_ENVC_MAX) {
-				ret = why_set(why, whylen, -EBADMSG, "more than %d environment entries",
+				ret = why_set(why, whylen, -EBADMSG,
+					      "more than %d environment entries",
 					      TEMPLATE_ENVC_MAX);
 				goto fail;
 			}
@@ -303,8 +305,8 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 			char **nv = e ? realloc(r->env, (r->envc + 2) * sizeof *r->env) : NULL;
 			if (!nv) {
 				free(e);
-				ret = why_set(why, whylen, -EBADMSG, "environment entry %zu: bad escape",
-					      r->envc);
+				ret = why_set(why, whylen, -EBADMSG,
+					      "environment entry %zu: bad escape", r->envc);
 				goto fail;
 			}
 			r->env = nv;

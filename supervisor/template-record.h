@@ -34,9 +34,9 @@ struct template_record {
 	unsigned standby;
 	uint32_t pids_max;   /* 0 (the host's) or TEMPLATE_PIDS_MIN..MAX */
 	uint32_t cpu_millis; /* 0 (the host's) or TEMPLATE_CPU_MILLIS_MIN..MAX */
-	char **env; /* NULL-terminated KEY=value, may be NULL when envc is 0 */
+	char **env;	     /* NULL-terminated KEY=value, may be NULL when envc is 0 */
 	size_t envc;
-	char *cwd;  /* NULL: / */
+	char *cwd; /* NULL: / */
 	bool user_set;
 	uint32_t uid, gid;
 	bool imported; /* its tree was made by warren-importd (removed with it) */

@@ -160,10 +160,10 @@ int
 templates_load(struct supervisor *s)
 {
 	char rootfs[512];
-	static const char *const web[] = {"/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/www",
-					  NULL};
+	static const char *const web[] = {"/bin/busybox", "httpd", "-f",   "-p",
+					  "8080",	  "-h",	   "/www", NULL};
 	static const char *const app[] = {"/usr/bin/python3", "/app/app.py", "--port", "8080",
-					  "--heap-mib", "64", NULL};
+					  "--heap-mib",	      "64",	     NULL};
 	snprintf(rootfs, sizeof rootfs, "%s/web/rootfs", s->templates_dir);
 	template_link(s, template_new("web", rootfs, web, 8080, 64ull << 20, true));
 	snprintf(rootfs, sizeof rootfs, "%s/app/rootfs", s->templates_dir);
@@ -210,29 +210,33 @@ template_check(struct supervisor *s, struct template *t, sd_bus_error *err)
 	for (struct template *o = s->templates; o; o = o->next)
 		count++;
 	if (count >= s->max_templates)
-		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "There are %u templates already, the most this Warren keeps "
-					 "(--max-templates); remove one first",
-					 count);
+		return sd_bus_error_setf(
+			err, ERR("InvalidArgument"),
+			"There are %u templates already, the most this Warren keeps "
+			"(--max-templates); remove one first",
+			count);
 	if (t->rootfs[0] != '/' || !realpath(t->rootfs, real) ||
 	    !path_is_inside(real, s->templates_dir))
-		return sd_bus_error_setf(err, ERR("InvalidPath"),
-					 "Root filesystem %s must be an existing directory inside %s",
-					 t->rootfs, s->templates_dir);
+		return sd_bus_error_setf(
+			err, ERR("InvalidPath"),
+			"Root filesystem %s must be an existing directory inside %s", t->rootfs,
+			s->templates_dir);
 	if (!port_valid(t->port))
 		return sd_bus_error_setf(err, ERR("InvalidArgument"), "Port %u is not 1-65535",
 					 t->port);
 	uint64_t mem = 0;
 	meminfo_bytes("MemTotal", &mem);
 	if (t->memory_limit < (16ull << 20) || t->memory_limit > mem)
-		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "Memory limit must be between 16 MiB and the host's %llu MiB",
-					 (unsigned long long)(mem >> 20));
+		return sd_bus_error_setf(
+			err, ERR("InvalidArgument"),
+			"Memory limit must be between 16 MiB and the host's %llu MiB",
+			(unsigned long long)(mem >> 20));
 	if (t->warm && !template_warm_tags_valid(t->name))
-		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "A warm template's name is at most 24 characters (its images "
-					 "are tagged warm-<name> and warm-<name>-vm); '%s' has %zu",
-					 t->name, strlen(t->name));
+		return sd_bus_error_setf(
+			err, ERR("InvalidArgument"),
+			"A warm template's name is at most 24 characters (its images "
+			"are tagged warm-<name> and warm-<name>-vm); '%s' has %zu",
+			t->name, strlen(t->name));
 	struct template_record rec = template_to_record(t);
 	char why[200];
 	if (template_record_check(&rec, why, sizeof why) < 0)
@@ -319,10 +323,11 @@ template_remove(struct supervisor *s, const char *name, sd_bus_error *err)
 		if (strcmp(sb->template_name, name) || sb->state == SANDBOX_DESTROYING)
 			continue;
 		if (sb->spawning)
-			return sd_bus_error_setf(err, ERR("TemplateInUse"),
-						 "A standby sandbox of %s is being restored; try again "
-						 "once it runs",
-						 name);
+			return sd_bus_error_setf(
+				err, ERR("TemplateInUse"),
+				"A standby sandbox of %s is being restored; try again "
+				"once it runs",
+				name);
 	}
 	for (struct sandbox *sb = s->sandboxes, *next; sb; sb = next) {
 		next = sb->next;

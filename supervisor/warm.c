@@ -23,7 +23,8 @@ struct warm_create_ctx {
 void
 warm_tag(const char *template_name, const char *backend, char *tag, size_t size)
 {
-	snprintf(tag, size, "warm-%s%s", template_name, backend_from_string(backend) == BACKEND_MICROVM ? "-vm" : "");
+	snprintf(tag, size, "warm-%s%s", template_name,
+		 backend_from_string(backend) == BACKEND_MICROVM ? "-vm" : "");
 }
 
 /* The template whose warm image tag is (for either backend), or NULL. */
@@ -100,8 +101,9 @@ standby_find(const char *template_name, const char *backend, bool ready, unsigne
 	*count = 0;
 	for (struct sandbox *sb = sup->sandboxes; sb; sb = sb->next) {
 		if (!sb->standby || strcmp(sb->template_name, template_name) ||
-		    (int)sb->backend != backend_from_string(backend) || sb->state == SANDBOX_FAILED ||
-		    sb->state == SANDBOX_EXITED || sb->state == SANDBOX_DESTROYING)
+		    (int)sb->backend != backend_from_string(backend) ||
+		    sb->state == SANDBOX_FAILED || sb->state == SANDBOX_EXITED ||
+		    sb->state == SANDBOX_DESTROYING)
 			continue;
 		(*count)++;
 		if (ready && !found &&
@@ -129,13 +131,14 @@ warm_image_matches(const IpcResponse *resp, const struct template *t, const char
 		resp && resp->body_case == WARREN__V1__RESPONSE__BODY_OPEN_IMAGE && resp->open_image
 			? resp->open_image->image
 			: NULL;
-	if (im && im->template_name && !strcmp(im->template_name, t->name) && 
+	if (im && im->template_name && !strcmp(im->template_name, t->name) &&
 	    (int)im->backend == backend_from_string(backend))
 		return true;
 	log_warning("Template %s: the image under its warm tag was taken from template '%s' on "
 		    "'%s', not from it on %s; not restored",
 		    t->name, im && im->template_name ? im->template_name : "?",
-		    im && backend_to_string(im->backend) ? backend_to_string(im->backend) : "?", backend);
+		    im && backend_to_string(im->backend) ? backend_to_string(im->backend) : "?",
+		    backend);
 	return false;
 }
 

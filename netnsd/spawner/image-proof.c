@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 static int why_err(int r, char *why, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+	__attribute__((format(printf, 4, 5)));
 
 static int
 why_err(int r, char *why, size_t size, const char *fmt, ...)
@@ -153,12 +153,13 @@ image_proof_open(const struct image_proof_roots *im, int fd, enum image_proof_us
 				       path,
 				       use == IMAGE_PROOF_CHECKPOINT ? "checkpoint" : "restore");
 		_cleanup_close_ int sfd =
-		    open(store, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			open(store, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat sst;
 		if (sfd < 0 || fstat(sfd, &sst) < 0)
 			return why_err(-EACCES, why, size, "cannot open the store %s", store);
 		_cleanup_close_ int rfd =
-		    i == 0 ? dup(sfd) : open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			i == 0 ? dup(sfd)
+			       : open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (rfd < 0)
 			return why_err(-EACCES, why, size, "cannot open %s", root);
 		int r = root_check(rfd, root, sst.st_uid, i == 1, why, size);

@@ -116,10 +116,10 @@ follower_queue(struct follower *f, const char *buf, size_t n)
 	}
 	if (f->dropped) {
 		char note[96];
-		int k =
-		    snprintf(note, sizeof note,
-			     "\n[warren: %llu bytes not sent to this reader: it read too slowly]\n",
-			     (unsigned long long)f->dropped);
+		int k = snprintf(
+			note, sizeof note,
+			"\n[warren: %llu bytes not sent to this reader: it read too slowly]\n",
+			(unsigned long long)f->dropped);
 		if (pwrite(f->queue, note, (size_t)k, f->wr) == k)
 			f->wr += k;
 		f->dropped = 0;

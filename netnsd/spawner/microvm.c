@@ -119,14 +119,12 @@ hex_append(char **p, char *end, char *const *v, size_t n)
  * and init_on_free, so freed guest pages are zero and stay holes in snapshot images. The
  * program's argv and env follow, hex-encoded, for the agent. */
 static int
-guest_cmdline(const struct microvm_config *c, const struct microvm_start *s, char *buf,
-	      size_t size)
+guest_cmdline(const struct microvm_config *c, const struct microvm_start *s, char *buf, size_t size)
 {
 	const char *opts = getenv("WARREN_VM_BOOT_OPTS");
 	char base[512];
-	snprintf(base, sizeof base,
-		 "%stsc_early_khz=%lu panic=-1 init_on_free=1 %s", c->console ? "console=ttyS0 " : "",
-		 tsc_khz(),
+	snprintf(base, sizeof base, "%stsc_early_khz=%lu panic=-1 init_on_free=1 %s",
+		 c->console ? "console=ttyS0 " : "", tsc_khz(),
 		 opts ? opts : "quiet i8042.noaux i8042.nomux i8042.nopnp i8042.dumbkbd");
 	char *p = buf, *end = buf + size;
 	p += snprintf(p, (size_t)(end - p), "%s %s%s%s warren.argv=", base, driver->boot_args,
@@ -552,8 +550,9 @@ microvm_finish_restore(const char *bundle, const char *id, const int incoming[2]
 	if (r < 0)
 		vmm_log(bundle, "agent after restore: %s", strerror(-r));
 	else
-		vmm_log(bundle, "restored: device state loaded and running in %ld ms, agent told "
-				"the time and id in %ld ms",
+		vmm_log(bundle,
+			"restored: device state loaded and running in %ld ms, agent told "
+			"the time and id in %ld ms",
 			(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000,
 			(t2.tv_sec - t1.tv_sec) * 1000 + (t2.tv_nsec - t1.tv_nsec) / 1000000);
 	return r;
@@ -577,7 +576,8 @@ copy_nonzero_pages(int from, int to, const uint8_t *skip, uint8_t *mark, uint64_
 		if (hole < 0)
 			return -errno;
 		for (off_t p = data & ~4095; p < hole;) {
-			size_t want = (size_t)(hole - p) < sizeof buf ? (size_t)(hole - p) : sizeof buf;
+			size_t want =
+				(size_t)(hole - p) < sizeof buf ? (size_t)(hole - p) : sizeof buf;
 			ssize_t k = pread(from, buf, want, p);
 			if (k <= 0)
 				return k < 0 ? -errno : -EIO;
@@ -643,8 +643,8 @@ vmm_file_open(const char *dir, const char *path)
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (stat(dir, &dst) < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_nlink != 1 || st.st_uid != dst.st_uid) {
+	if (stat(dir, &dst) < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    st.st_uid != dst.st_uid) {
 		close(fd);
 		return -EACCES;
 	}
@@ -697,8 +697,8 @@ static int
 copy_while_paused(const struct copy_job *j)
 {
 	return j->cold ? copy_nonzero_pages(j->in, j->out, NULL, NULL, NULL)
-		       : copy_written_pages(j->pm, j->mem, j->start, j->ram_bytes, j->out,
-					    j->dirty, j->written);
+		       : copy_written_pages(j->pm, j->mem, j->start, j->ram_bytes, j->out, j->dirty,
+					    j->written);
 }
 
 static int
@@ -708,7 +708,8 @@ copy_after_resume(const struct copy_job *j)
 	if (j->m >= 0)
 		r = copy_nonzero_pages(j->m, j->out, NULL, j->cold ? NULL : j->dirty, j->written);
 	if (r == 0 && !j->cold)
-		r = copy_nonzero_pages(j->in, j->out, j->dirty, NULL, NULL); /* the image's others */
+		r = copy_nonzero_pages(j->in, j->out, j->dirty, NULL,
+				       NULL); /* the image's others */
 	return r;
 }
 
@@ -759,7 +760,8 @@ copy_drop(uid_t uid, gid_t gid, int logfd, const char *id)
 		if (*p == '\t')
 			*p = ' ';
 	if (logfd >= 0)
-		dprintf(logfd, "warren: snapshot of %s: copying as pid %d uid %s CapEff %s CapPrm %s\n",
+		dprintf(logfd,
+			"warren: snapshot of %s: copying as pid %d uid %s CapEff %s CapPrm %s\n",
 			id, (int)getpid(), uids, capeff, capprm);
 	return 0;
 }
@@ -776,8 +778,9 @@ copy_unprivileged(int (*step)(const struct copy_job *), const struct copy_job *j
 		int r = copy_drop(uid, gid, logfd, id);
 		if (r < 0) {
 			if (logfd >= 0)
-				dprintf(logfd, "warren: snapshot of %s: cannot drop privileges: %s\n",
-					id, strerror(-r));
+				dprintf(logfd,
+					"warren: snapshot of %s: cannot drop privileges: %s\n", id,
+					strerror(-r));
 			_exit(254);
 		}
 		r = step(j);
@@ -822,12 +825,12 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 	 * are created here, never opened through a name that was there before. They stay root's
 	 * until sealed (image_proof_seal proves them ours, then hands them to the store's owner);
 	 * the copier writes through these fds, checked at open. */
-	_cleanup_close_ int state = openat(image_dirfd, "state",
-					   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	_cleanup_close_ int out = state < 0 ? -1
-					    : openat(image_dirfd, "ram",
-						     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-						     0600);
+	_cleanup_close_ int state = openat(
+		image_dirfd, "state", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_close_ int out =
+		state < 0 ? -1
+			  : openat(image_dirfd, "ram",
+				   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0) {
 		int r = -errno;
 		vmm_log(bundle, "snapshot of %s: cannot create the image's %s: %s", id,
@@ -902,7 +905,9 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 		vmm_log(bundle, "snapshot of %s: %s", id, strerror(-r));
 	else
 		vmm_log(bundle, "snapshot of %s: paused %ld ms%s, %llu pages written since restore",
-			id, (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000),
+			id,
+			(long)((t1.tv_sec - t0.tv_sec) * 1000 +
+			       (t1.tv_nsec - t0.tv_nsec) / 1000000),
 			cold ? " (whole RAM copied)" : "", (unsigned long long)written);
 	return r;
 }
@@ -952,7 +957,8 @@ microvm_exec(int fd, char *const *argv, size_t argc, unsigned timeout_ms, int ou
 	}
 	if (r == 0 && truncated)
 		dprintf(err_fd, "\nwarren: exec output truncated: more than %u bytes on %s\n",
-			MICROVM_EXEC_OUTPUT_MAX, ol > (long long)MICROVM_EXEC_OUTPUT_MAX ? "stdout" : "stderr");
+			MICROVM_EXEC_OUTPUT_MAX,
+			ol > (long long)MICROVM_EXEC_OUTPUT_MAX ? "stdout" : "stderr");
 	close(fd);
 	return r < 0 ? r : status;
 }

@@ -1,7 +1,8 @@
 /* The microVM backend (netnsd's spawner side): one core for everything that is not the VMM's
  * API — guest kernel and command line, the template's initramfs, the slot namespace and
- * cgroup, the guest RAM (a memfd, or a restore's image file mapped private), snapshots, the in-guest agent — and a VMM driver for the API. The qemu
- * driver (`-M microvm`, QMP) runs here under TCG; see docs/MICROVM.md for the Firecracker one.
+ * cgroup, the guest RAM (a memfd, or a restore's image file mapped private), snapshots, the
+ * in-guest agent — and a VMM driver for the API. The qemu driver (`-M microvm`, QMP) runs here
+ * under TCG; see docs/MICROVM.md for the Firecracker one.
  *
  * Launching is done in the spawner's event loop (fork + setns + exec, no wrapper process);
  * every step that waits on the VMM or the agent (restore, snapshot, exec) runs in a forked child
@@ -14,21 +15,21 @@
 #include <sys/types.h>
 
 struct microvm_config {
-	const char *vmm;     /* driver: "qemu" (default) or "firecracker" */
-	const char *qemu;    /* qemu-system-x86_64 */
+	const char *vmm;	 /* driver: "qemu" (default) or "firecracker" */
+	const char *qemu;	 /* qemu-system-x86_64 */
 	const char *firecracker; /* firecracker (KVM hosts) */
-	const char *kernel;  /* guest kernel (Debian's linux-image-cloud-amd64; Firecracker
-			      * needs it as an ELF vmlinux: warren-vm-image --vmlinux) */
-	bool tap;            /* qemu: network through a tap in the slot, as Firecracker's */
-	const char *vm_user; /* the VMM drops to this user once its files are open */
-	bool console;        /* guest serial console to <bundle>/console.log (slower boots) */
+	const char *kernel;	 /* guest kernel (Debian's linux-image-cloud-amd64; Firecracker
+				  * needs it as an ELF vmlinux: warren-vm-image --vmlinux) */
+	bool tap;		 /* qemu: network through a tap in the slot, as Firecracker's */
+	const char *vm_user;	 /* the VMM drops to this user once its files are open */
+	bool console;		 /* guest serial console to <bundle>/console.log (slower boots) */
 };
 
 struct microvm_start {
 	const char *id;
-	const char *bundle; /* per-VM directory: sockets, logs */
-	const char *cgroup; /* relative cgroup path, created here */
-	const char *initrd; /* the template's vm-initramfs.cpio */
+	const char *bundle;    /* per-VM directory: sockets, logs */
+	const char *cgroup;    /* relative cgroup path, created here */
+	const char *initrd;    /* the template's vm-initramfs.cpio */
 	const char *root_disk; /* the template's vm-rootfs.ext4 (read-only), or NULL */
 	char *const *argv;
 	size_t argc;

@@ -49,8 +49,9 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return -ENOMEM;
-	fprintf(f, "{\"ociVersion\":\"1.0.2\",\"process\":{\"terminal\":false,"
-		   "\"user\":{\"uid\":%u,\"gid\":%u},\"args\":",
+	fprintf(f,
+		"{\"ociVersion\":\"1.0.2\",\"process\":{\"terminal\":false,"
+		"\"user\":{\"uid\":%u,\"gid\":%u},\"args\":",
 		s->uid, s->gid);
 	json_array(f, s->argv, s->argc);
 	fputs(",\"env\":", f);
@@ -67,11 +68,13 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	      f);
 	if (s->agent_source) {
 		/* the agent, read-only: the sandbox runs it but cannot change it */
-		fputs(",{\"destination\":\"" OCI_SPEC_AGENT_PATH "\",\"type\":\"bind\",\"source\":", f);
+		fputs(",{\"destination\":\"" OCI_SPEC_AGENT_PATH "\",\"type\":\"bind\",\"source\":",
+		      f);
 		json_str(f, s->agent_source);
 		fputs(",\"options\":[\"bind\",\"ro\",\"nosuid\",\"nodev\"]}", f);
 	}
-	fputs("],\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
+	fputs("],\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":"
+	      "\"uts\"},"
 	      "{\"type\":\"mount\"},{\"type\":\"network\",\"path\":",
 	      f);
 	json_str(f, s->netns_path);

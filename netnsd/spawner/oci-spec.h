@@ -10,8 +10,8 @@ struct oci_spec {
 	size_t argc;
 	char *const *env;
 	size_t envc;
-	const char *cwd;   /* NULL or "": / */
-	uint32_t uid, gid; /* the program's ids inside the sandbox */
+	const char *cwd;       /* NULL or "": / */
+	uint32_t uid, gid;     /* the program's ids inside the sandbox */
 	uint64_t memory_limit; /* also memory+swap: swap never lets a guest past its limit */
 	uint32_t pids_limit;   /* host tasks of the sandbox (gVisor's sentry, gofer, stubs) */
 	uint32_t cpu_quota_us, cpu_period_us; /* CFS bandwidth; 0: no quota */
@@ -24,8 +24,8 @@ struct oci_spec {
 #define OCI_SPEC_AGENT_PATH "/.warren/agent"
 /* Bounds every gVisor sandbox gets (config.json's linux.resources; memory comes per template). */
 struct oci_limits {
-	uint32_t pids_max;      /* host tasks: runsc's sentry and gofer threads and ptrace stubs */
-	uint32_t cpu_millis;    /* CPU time per second, in thousandths of a CPU; 0: no quota */
+	uint32_t pids_max;   /* host tasks: runsc's sentry and gofer threads and ptrace stubs */
+	uint32_t cpu_millis; /* CPU time per second, in thousandths of a CPU; 0: no quota */
 };
 /* the ranges of --sandbox-pids/--sandbox-cpus and of a template's own pids and cpu_millis */
 #define OCI_PIDS_MIN 64
@@ -38,15 +38,18 @@ struct oci_limits oci_limits_effective(const struct oci_limits *cap, uint32_t pi
 				       uint32_t cpu_millis);
 /* An idle web sandbox runs ~40 host tasks and the app ~60; one CPU each keeps one busy tenant
  * from taking every core. */
-#define OCI_LIMITS_DEFAULT {.pids_max = 512, .cpu_millis = 1000}
-#define OCI_LIMITS_OPTIONS                                                                       \
+#define OCI_LIMITS_DEFAULT                                                                         \
+	{                                                                                          \
+		.pids_max = 512, .cpu_millis = 1000                                                \
+	}
+#define OCI_LIMITS_OPTIONS                                                                         \
 	{"sandbox-pids", required_argument, NULL, 0x1101},                                         \
 	{                                                                                          \
 		"sandbox-cpus", required_argument, NULL, 0x1102                                    \
 	}
-#define OCI_LIMITS_HELP                                                                          \
-	"  --sandbox-pids N     host tasks per gVisor sandbox (64-65536, default 512)\n"          \
-	"  --sandbox-cpus X     CPU quota per gVisor sandbox in CPUs (0.05-1024, default 1;\n"   \
+#define OCI_LIMITS_HELP                                                                            \
+	"  --sandbox-pids N     host tasks per gVisor sandbox (64-65536, default 512)\n"           \
+	"  --sandbox-cpus X     CPU quota per gVisor sandbox in CPUs (0.05-1024, default 1;\n"     \
 	"                       0: none)\n"
 /* 1: taken; 0: not a limits option; -EINVAL: out of range (logged). */
 int oci_spec_limits_option(struct oci_limits *l, int opt, const char *arg);

@@ -31,9 +31,9 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
-#define MAX_DEPTH 64          /* a template deeper than this is refused, not walked */
-#define MAX_ENTRIES 2000000u  /* bounds the one walk per template */
-#define CACHE_SIZE 32         /* checked template roots remembered */
+#define MAX_DEPTH 64	     /* a template deeper than this is refused, not walked */
+#define MAX_ENTRIES 2000000u /* bounds the one walk per template */
+#define CACHE_SIZE 32	     /* checked template roots remembered */
 
 struct checked {
 	dev_t dev;
@@ -84,8 +84,9 @@ static int
 do_statx(int dirfd, const char *name, struct statx *st)
 {
 	int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (name[0] ? 0 : AT_EMPTY_PATH);
-	if (statx(dirfd, name, flags, STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID |
-					      STATX_INO | STATX_MTIME | STATX_CTIME,
+	if (statx(dirfd, name, flags,
+		  STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_INO | STATX_MTIME |
+			  STATX_CTIME,
 		  st) < 0)
 		return -errno;
 	return 0;
@@ -94,7 +95,8 @@ do_statx(int dirfd, const char *name, struct statx *st)
 static bool
 is_mount_root(const struct statx *st, const struct statx *parent)
 {
-	if (st->stx_dev_major != parent->stx_dev_major || st->stx_dev_minor != parent->stx_dev_minor)
+	if (st->stx_dev_major != parent->stx_dev_major ||
+	    st->stx_dev_minor != parent->stx_dev_minor)
 		return true;
 	return (st->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
 	       (st->stx_attributes & STATX_ATTR_MOUNT_ROOT);
@@ -122,13 +124,14 @@ walk_dir(struct walk *w, int dirfd, const struct statx *self, unsigned depth)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (++w->entries > MAX_ENTRIES) {
-			r = refuse(w->why, w->why_size, -E2BIG, "more than %u entries", MAX_ENTRIES);
+			r = refuse(w->why, w->why_size, -E2BIG, "more than %u entries",
+				   MAX_ENTRIES);
 			break;
 		}
 		size_t nl = strlen(de->d_name);
 		if (base + nl + 2 >= sizeof w->path) {
-			r = refuse(w->why, w->why_size, -ENAMETOOLONG, "a path under /%s is too long",
-				   w->path);
+			r = refuse(w->why, w->why_size, -ENAMETOOLONG,
+				   "a path under /%s is too long", w->path);
 			break;
 		}
 		w->len = base;
@@ -162,8 +165,9 @@ walk_dir(struct walk *w, int dirfd, const struct statx *self, unsigned depth)
 		/* the directory opened is the one looked at (a swap in between is refused) */
 		struct statx again;
 		r = do_statx(sub, "", &again);
-		if (r == 0 && (again.stx_ino != st.stx_ino || again.stx_dev_major != st.stx_dev_major ||
-			       again.stx_dev_minor != st.stx_dev_minor))
+		if (r == 0 &&
+		    (again.stx_ino != st.stx_ino || again.stx_dev_major != st.stx_dev_major ||
+		     again.stx_dev_minor != st.stx_dev_minor))
 			r = refuse(w->why, w->why_size, -ESTALE, "/%s changed during the check",
 				   w->path);
 		if (r == 0)
@@ -302,8 +306,8 @@ rootfs_clone(int rootfd)
 		open_tree(rootfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (tree < 0)
 		return -errno;
-	struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-					      MOUNT_ATTR_NODEV};
+	struct mount_attr attr = {.attr_set =
+					  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 	if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
 		return -errno;
 	return TAKE_FD(tree);
@@ -323,7 +327,8 @@ rootfs_program_check(int rootfd, const char *program, char *why, size_t why_size
 	if (!program || program[0] != '/')
 		return 0; /* looked up in PATH by the agent: its exit status says what went wrong */
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+			       .resolve =
+				       RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
 	_cleanup_close_ int fd = (int)syscall(SYS_openat2, rootfd, program + 1, &how, sizeof how);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {

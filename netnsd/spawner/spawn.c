@@ -48,10 +48,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#define CONSOLE_FILE_MAX (1 << 20)  /* runsc.log rotates to runsc.log.1 at this size */
-#define CONSOLE_RATE (256 << 10)     /* bytes per second written to the file; beyond, counted */
-#define CONSOLE_TAIL 1024            /* kept in memory for failure reasons */
-#define EXEC_OUTPUT_MAX MICROVM_EXEC_OUTPUT_MAX /* per stream of an exec, in the spawner's memory */
+#define CONSOLE_FILE_MAX (1 << 20) /* runsc.log rotates to runsc.log.1 at this size */
+#define CONSOLE_RATE (256 << 10)   /* bytes per second written to the file; beyond, counted */
+#define CONSOLE_TAIL 1024	   /* kept in memory for failure reasons */
+/* per stream of an exec, in the spawner's memory */
+#define EXEC_OUTPUT_MAX MICROVM_EXEC_OUTPUT_MAX
 
 struct console {
 	int rfd, wfd; /* the pipe; the write end is kept for later runsc commands (checkpoint) */
@@ -72,15 +73,15 @@ struct sb {
 	int rootfs_fd; /* gVisor: the checked template rootfs, mounted for runsc (rootfs.h) */
 	pid_t pid;
 	unsigned slot;
-	int pidfd;              /* adopted from an earlier spawner: not our child, watched here */
+	int pidfd; /* adopted from an earlier spawner: not our child, watched here */
 	struct event *pidfd_ev;
 	struct ipc_call *destroy_waiting; /* a Destroy that came during a checkpoint or restore */
 	char bundle[300];
 	char cgroup[300];
 	bool checkpointing; /* its exit is the checkpoint's doing, not news */
-	bool exited;        /* its program ended by itself: its console log is kept (log-ring.h) */
+	bool exited;	    /* its program ended by itself: its console log is kept (log-ring.h) */
 	bool destroying;    /* a destroy is under way: an exec ending now was interrupted by it */
-	bool vm;            /* microVM backend: pid is the VMM's */
+	bool vm;	    /* microVM backend: pid is the VMM's */
 	uint64_t memory_limit;
 	struct console *console; /* gVisor only */
 	struct sb *next;
@@ -111,7 +112,7 @@ struct cmd {
 	struct image_proof image;
 	struct exec_stream *streams[2]; /* gVisor exec: stdout and stderr being drained */
 	struct event *timer;
-	char *error; /* a failed run being cleaned up: the error to answer with */
+	char *error;   /* a failed run being cleaned up: the error to answer with */
 	char *pidfile; /* gVisor exec: where runsc writes the exec'd process's pid in the sandbox */
 	/* exec: its time limit, when it began, and whether the limit ended it (named, never a
 	 * status: a command killed at its limit did not exit 137 by itself) */
@@ -205,7 +206,8 @@ console_take(struct sb *sb, const char *buf, size_t n)
 	if (w < n) {
 		if (!c->dropped) {
 			uint64_t left = 1000000 - (now - c->window_start) % 1000000;
-			struct timeval tv = {(time_t)(left / 1000000), (suseconds_t)(left % 1000000)};
+			struct timeval tv = {(time_t)(left / 1000000),
+					     (suseconds_t)(left % 1000000)};
 			evtimer_add(c->timer, &tv);
 		}
 		c->dropped += n - w;
@@ -237,7 +239,8 @@ console_flush(evutil_socket_t fd, short what, void *arg)
 	struct sb *sb = arg;
 	struct console *c = sb->console;
 	char note[96];
-	int k = snprintf(note, sizeof note, "\n[warren: %llu bytes of output not kept; the last %zu:]\n",
+	int k = snprintf(note, sizeof note,
+			 "\n[warren: %llu bytes of output not kept; the last %zu:]\n",
 			 (unsigned long long)c->dropped, c->tail_len);
 	console_write_file(c, sb->bundle, note, (size_t)k);
 	console_write_file(c, sb->bundle, c->tail, c->tail_len);
@@ -301,8 +304,8 @@ console_new(struct sb *sb, bool adopted)
 	 * the spawner is busy elsewhere */
 	fcntl(c->rfd, F_SETPIPE_SZ, 256 << 10);
 	snprintf(path, sizeof path, "%s/runsc.log", sb->bundle);
-	c->file = open(path, O_WRONLY | O_CREAT | (adopted ? O_APPEND : O_TRUNC) | O_NOFOLLOW |
-				     O_CLOEXEC,
+	c->file = open(path,
+		       O_WRONLY | O_CREAT | (adopted ? O_APPEND : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC,
 		       0600);
 	if (c->file >= 0 && adopted)
 		c->size = lseek(c->file, 0, SEEK_END);
@@ -382,9 +385,9 @@ run_in_slot(struct sb *sb, char **argv, int out_fd, int err_fd, bool for_run)
 	if (setns(sb->nsfd, CLONE_NEWNET) < 0 || (for_run && tree < 0) ||
 	    (for_run && agent_fd >= 0 && atree < 0))
 		_exit(120);
-	if (for_run && (unshare(CLONE_NEWNS) < 0 ||
-			mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-			mount("tmpfs", "/proc/sys/net", "tmpfs", MS_NOSUID | MS_NODEV, NULL) < 0))
+	if (for_run &&
+	    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	     mount("tmpfs", "/proc/sys/net", "tmpfs", MS_NOSUID | MS_NODEV, NULL) < 0))
 		_exit(121);
 	if (for_run && rootfs_attach(tree, rootfs_mnt) < 0)
 		_exit(122);
@@ -536,7 +539,8 @@ exec_streams_finish(struct cmd *c)
 			exec_stream_drain(c->streams[i], 2 * (size_t)EXEC_OUTPUT_MAX);
 	for (int i = 0; i < 2; i++)
 		if (c->streams[i] && c->streams[i]->truncated) {
-			dprintf(c->err_fd, "\nwarren: exec output truncated: more than %u bytes on %s\n",
+			dprintf(c->err_fd,
+				"\nwarren: exec output truncated: more than %u bytes on %s\n",
 				EXEC_OUTPUT_MAX, i == 0 ? "stdout" : "stderr");
 			break;
 		}
@@ -701,7 +705,8 @@ cmd_done(struct cmd *c, int status)
 			adopt_record_write(cfg->runtime_dir, sb->id, sb->slot, sb->pid, false,
 					   sb->memory_limit);
 			fault_point(c->image.fd >= 0 ? "restore" : "spawn");
-			Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
+			Warren__V1__SpawnSandboxResponse sr =
+				WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 			sr.pid = sb->pid;
 			resp.body_case = WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX;
 			resp.spawn_sandbox = &sr;
@@ -743,7 +748,8 @@ cmd_done(struct cmd *c, int status)
 			adopt_record_write(cfg->runtime_dir, sb->id, sb->slot, sb->pid, true,
 					   sb->memory_limit);
 			fault_point("restore");
-			Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
+			Warren__V1__SpawnSandboxResponse sr =
+				WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 			sr.pid = sb->pid;
 			resp.body_case = WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX;
 			resp.restore_sandbox = &sr;
@@ -793,9 +799,10 @@ cmd_done(struct cmd *c, int status)
 		    mono_usec() - c->started_us >= (uint64_t)c->timeout_ms * 1000)
 			c->timed_out = true;
 		if (c->timed_out) {
-			ipc_call_error(c->call, -ETIMEDOUT,
-				       "the command ran past its time limit of %u ms and was killed",
-				       c->timeout_ms);
+			ipc_call_error(
+				c->call, -ETIMEDOUT,
+				"the command ran past its time limit of %u ms and was killed",
+				c->timeout_ms);
 			break;
 		}
 		if (!sb || !sb->pid || sb->destroying) {
@@ -841,7 +848,8 @@ on_sigchld(evutil_socket_t sig, short what, void *arg)
 		for (struct sb *sb = sandboxes; sb; sb = sb->next) {
 			if (sb->pid != pid)
 				continue;
-			/* The sandbox went away by itself: tell netnsd, which tells the supervisor. */
+			/* The sandbox went away by itself: tell netnsd, which tells the supervisor.
+			 */
 			sb->pid = 0;
 			if (sb->checkpointing)
 				continue;
@@ -929,7 +937,7 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 	}
 	if (image_fd < 0) {
 		adopt_record_write(cfg->runtime_dir, sb->id, sb->slot, sb->pid, true,
-					   sb->memory_limit);
+				   sb->memory_limit);
 		fault_point("spawn");
 		Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 		sr.pid = pid;
@@ -1059,13 +1067,34 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 	 * goes, never one it waits on for end-of-file (it holds a write end itself). */
 	char image[80];
 	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), image_fd);
-	char *run[] = {(char *)cfg->runsc, runsc_root, "--platform=ptrace", "--network=sandbox",
-		       "--overlay2=root:memory", "run", "--bundle", sb->bundle, "--detach",
-		       "--pid-file", pidfile, sb->id, NULL};
+	char *run[] = {(char *)cfg->runsc,
+		       runsc_root,
+		       "--platform=ptrace",
+		       "--network=sandbox",
+		       "--overlay2=root:memory",
+		       "run",
+		       "--bundle",
+		       sb->bundle,
+		       "--detach",
+		       "--pid-file",
+		       pidfile,
+		       sb->id,
+		       NULL};
 	/* one image restores into many containers; the restore lands on this slot's address */
-	char *restore[] = {(char *)cfg->runsc, runsc_root, "--platform=ptrace", "--network=sandbox",
-			   "--overlay2=root:memory", "restore", image, "--bundle", sb->bundle,
-			   "--detach", "--pid-file", pidfile, sb->id, NULL};
+	char *restore[] = {(char *)cfg->runsc,
+			   runsc_root,
+			   "--platform=ptrace",
+			   "--network=sandbox",
+			   "--overlay2=root:memory",
+			   "restore",
+			   image,
+			   "--bundle",
+			   sb->bundle,
+			   "--detach",
+			   "--pid-file",
+			   pidfile,
+			   sb->id,
+			   NULL};
 	struct ipc_call *deferred = ipc_call_defer(call);
 	r = cmd_start(CMD_RUN, sb, deferred, image_fd >= 0 ? restore : run, logfd,
 		      logfd >= 0 ? fcntl(logfd, F_DUPFD_CLOEXEC, 3) : -1);
@@ -1176,7 +1205,8 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	 * empty one; with umask 077 it is root's alone, not world-readable guest memory, until
 	 * it is sealed and handed to snapshotd */
 	mode_t old_umask = umask(077);
-	r = cmd_start(CMD_CHECKPOINT, sb, d, argv, logfd, logfd >= 0 ? fcntl(logfd, F_DUPFD_CLOEXEC, 3) : -1);
+	r = cmd_start(CMD_CHECKPOINT, sb, d, argv, logfd,
+		      logfd >= 0 ? fcntl(logfd, F_DUPFD_CLOEXEC, 3) : -1);
 	umask(old_umask);
 	if (r < 0) {
 		sb->checkpointing = false;
@@ -1242,8 +1272,8 @@ exec_timeout(evutil_socket_t fd, short what, void *arg)
 	char *argv[] = {(char *)cfg->runsc, runsc_root, "kill", pidarg, c->sb->id, "KILL", NULL};
 	int r = cmd_start(CMD_KILL, c->sb, NULL, argv, -1, -1);
 	if (r < 0)
-		log_warning_errno(r, "Sandbox %s: cannot kill timed-out exec pid %ld: %m", c->sb->id,
-				  pid);
+		log_warning_errno(r, "Sandbox %s: cannot kill timed-out exec pid %ld: %m",
+				  c->sb->id, pid);
 	else
 		log_info("Sandbox %s: exec timed out, killing its process %ld", c->sb->id, pid);
 }
@@ -1277,7 +1307,8 @@ static void exec_timeout(evutil_socket_t fd, short what, void *arg);
 static int
 vm_exec_start(struct ipc_call *call, struct sb *sb, const Warren__V1__ExecRequest *q)
 {
-	int out = memfd_create("exec-stdout", MFD_CLOEXEC), err = memfd_create("exec-stderr", MFD_CLOEXEC);
+	int out = memfd_create("exec-stdout", MFD_CLOEXEC),
+	    err = memfd_create("exec-stderr", MFD_CLOEXEC);
 	struct ipc_call *d = ipc_call_defer(call);
 	int r = cmd_start_fn(CMD_EXEC, sb, d, vm_exec, (void *)q, out, err);
 	if (r < 0) {
@@ -1288,7 +1319,8 @@ vm_exec_start(struct ipc_call *call, struct sb *sb, const Warren__V1__ExecReques
 	}
 	cmds->timeout_ms = q->timeout_ms ? q->timeout_ms : 30000;
 	cmds->started_us = mono_usec();
-	unsigned ms = (q->timeout_ms ? q->timeout_ms : 30000) + 15000; /* the agent's own limit first */
+	unsigned ms =
+		(q->timeout_ms ? q->timeout_ms : 30000) + 15000; /* the agent's own limit first */
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	cmds->timer = evtimer_new(base, exec_timeout, cmds);
 	evtimer_add(cmds->timer, &tv);
@@ -1322,7 +1354,8 @@ handle_exec(struct ipc_call *call, void *ud)
 	for (size_t i = 0; i < q->n_argv; i++)
 		argv[n++] = q->argv[i];
 	/* runsc writes into pipes, drained into the memfds with a bound (exec_stream_drain) */
-	int out = memfd_create("exec-stdout", MFD_CLOEXEC), err = memfd_create("exec-stderr", MFD_CLOEXEC);
+	int out = memfd_create("exec-stdout", MFD_CLOEXEC),
+	    err = memfd_create("exec-stderr", MFD_CLOEXEC);
 	struct exec_stream *streams[2] = {NULL, NULL};
 	int wout = -1, werr = -1;
 	int r = exec_stream_new(out, &wout, &streams[0]);
@@ -1383,8 +1416,9 @@ handle_open_logs(struct ipc_call *call, void *ud)
 	uint64_t size = 0;
 	int r = log_ring_open(ring, q->follow && sb, &fd, &size);
 	if (r < 0)
-		return ipc_call_error(call, r, "%s", r == -EBUSY ? "too many followers of this log"
-								 : strerror(-r));
+		return ipc_call_error(call, r, "%s",
+				      r == -EBUSY ? "too many followers of this log"
+						  : strerror(-r));
 	Warren__V1__OpenLogsResponse lr = WARREN__V1__OPEN_LOGS_RESPONSE__INIT;
 	lr.size = size;
 	lr.dropped = log_ring_dropped_total(ring);
@@ -1495,9 +1529,11 @@ adopt_all(void)
 		sandboxes = sb;
 		int r = sb->vm ? 0 : console_new(sb, true);
 		if (r < 0)
-			log_warning_errno(r, "Sandbox %s: cannot open its console again (%m); its output "
-					     "is not kept",
-					  sb->id);
+			log_warning_errno(
+				r,
+				"Sandbox %s: cannot open its console again (%m); its output "
+				"is not kept",
+				sb->id);
 		sb->pidfd_ev = event_new(base, sb->pidfd, EV_READ, adopted_exited, sb);
 		event_add(sb->pidfd_ev, NULL);
 		log_info("Sandbox %s adopted (pid %d)", sb->id, (int)sb->pid);
@@ -1565,9 +1601,10 @@ agent_open(void)
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
 	    (st.st_mode & 022)) {
-		log_warning("No usable %s (a root-owned file only root may write): gVisor sandboxes "
-			    "run without the agent and its envd API",
-			    path);
+		log_warning(
+			"No usable %s (a root-owned file only root may write): gVisor sandboxes "
+			"run without the agent and its envd API",
+			path);
 		safe_close(fd);
 		return;
 	}
@@ -1629,8 +1666,10 @@ spawner_start(const struct spawner_config *config, pid_t *pid_out)
 		agent_open();
 	templates_fd = rootfs_open_templates(cfg->templates_dir);
 	if (templates_fd < 0)
-		log_error_errno(templates_fd, "Templates dir %s (root's, writable by root only?): %m; "
-				"gVisor sandboxes are refused", cfg->templates_dir);
+		log_error_errno(templates_fd,
+				"Templates dir %s (root's, writable by root only?): %m; "
+				"gVisor sandboxes are refused",
+				cfg->templates_dir);
 	if (spawner_lockdown_apply() < 0)
 		_exit(1); /* netnsd sees the link close and exits: never run with more */
 	base = event_base_new();

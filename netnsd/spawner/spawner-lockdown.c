@@ -15,19 +15,19 @@
 #include <unistd.h>
 
 const int spawner_caps[] = {
-	CAP_SYS_ADMIN,    /* runsc: namespaces, mounts, pivot_root; setns into the slot; the
+	CAP_SYS_ADMIN,	  /* runsc: namespaces, mounts, pivot_root; setns into the slot; the
 			   * rootfs bind mount (rootfs.c); the VMM launcher's setns */
-	CAP_SYS_CHROOT,   /* runsc: the gofer and sandbox chroot/pivot_root into their roots */
-	CAP_SYS_PTRACE,   /* runsc checkpoint/restore under --platform=ptrace (the stubs) */
-	CAP_SETUID,       /* runsc: its sandbox and gofer switch ids; the VMM drops to warren-vm
+	CAP_SYS_CHROOT,	  /* runsc: the gofer and sandbox chroot/pivot_root into their roots */
+	CAP_SYS_PTRACE,	  /* runsc checkpoint/restore under --platform=ptrace (the stubs) */
+	CAP_SETUID,	  /* runsc: its sandbox and gofer switch ids; the VMM drops to warren-vm
 			   * (qemu -runas, or the launcher); a microVM exec step drops too */
-	CAP_SETGID,       /* the same, for groups */
-	CAP_NET_ADMIN,    /* runsc --network=sandbox takes the veth's address and routes; the
+	CAP_SETGID,	  /* the same, for groups */
+	CAP_NET_ADMIN,	  /* runsc --network=sandbox takes the veth's address and routes; the
 			   * microVM tap and its nftables table; the isolation table's removal */
-	CAP_NET_RAW,      /* runsc --network=sandbox: an AF_PACKET socket on the slot's veth */
-	CAP_CHOWN,        /* runsc checkpoint (its image files); the VMM's directory and log
+	CAP_NET_RAW,	  /* runsc --network=sandbox: an AF_PACKET socket on the slot's veth */
+	CAP_CHOWN,	  /* runsc checkpoint (its image files); the VMM's directory and log
 			   * handed to warren-vm */
-	CAP_KILL,         /* SIGKILL to a VMM running as warren-vm and to a sandbox cgroup's
+	CAP_KILL,	  /* SIGKILL to a VMM running as warren-vm and to a sandbox cgroup's
 			   * processes that runsc runs under other ids */
 	CAP_DAC_OVERRIDE, /* clean-up of what a VMM running as warren-vm left in its directory
 			   * and RAM files; the image directories of snapshotd's store */

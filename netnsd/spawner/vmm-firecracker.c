@@ -77,12 +77,14 @@ write_config(const struct vmm_launch *l, const char *path)
 		"{\n"
 		" \"boot-source\": {\"kernel_image_path\": %s, \"initrd_path\": %s,"
 		" \"boot_args\": %s},\n"
-		" \"machine-config\": {\"vcpu_count\": 1, \"mem_size_mib\": %llu, \"smt\": false},\n"
+		" \"machine-config\": {\"vcpu_count\": 1, \"mem_size_mib\": %llu, \"smt\": "
+		"false},\n"
 		" \"network-interfaces\": [{\"iface_id\": \"eth0\", \"host_dev_name\": \"%s\","
 		" \"guest_mac\": \"06:00:0a:00:02:0f\"}],\n"
 		" \"vsock\": {\"guest_cid\": 3, \"uds_path\": %s},\n"
 		" \"drives\": [",
-		kernel, initrd, args, (unsigned long long)(l->ram_bytes >> 20), VMM_TAP_NAME, vsock);
+		kernel, initrd, args, (unsigned long long)(l->ram_bytes >> 20), VMM_TAP_NAME,
+		vsock);
 	/* the agent mounts the disk itself (under its tmpfs overlay): not Firecracker's root */
 	if (disk)
 		fprintf(f,

@@ -68,10 +68,10 @@ qemu_argv(const struct vmm_launch *l, char ***out)
 		ARG("user,id=n0,net=10.0.2.0/24,host=" VMM_HOST_ADDR
 		    ",restrict=off,hostfwd=tcp::%u-" VMM_GUEST_ADDR ":%u%s",
 		    l->port, l->port,
-		    l->port == AGENT_PROTO_ENVD_PORT
-			    ? ""
-			    : ",hostfwd=tcp::" AGENT_PROTO_ENVD_PORT_S "-" VMM_GUEST_ADDR
-			      ":" AGENT_PROTO_ENVD_PORT_S);
+		    l->port == AGENT_PROTO_ENVD_PORT ? ""
+						     : ",hostfwd=tcp::" AGENT_PROTO_ENVD_PORT_S
+						       "-" VMM_GUEST_ADDR
+						       ":" AGENT_PROTO_ENVD_PORT_S);
 	ARG("-device");
 	ARG("virtio-net-device,netdev=n0");
 	ARG("-device");

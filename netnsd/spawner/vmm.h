@@ -22,17 +22,17 @@ struct vmm_launch {
 	const char *binary;
 	const char *kernel, *initrd, *cmdline;
 	const char *root_disk; /* read-only root filesystem image, or NULL */
-	const char *ram_path; /* RAM file: shared (cold boot) or mapped private (restore); NULL
-			       * when the VMM's RAM is its own memory (firecracker cold boot) */
-	int ram_private;      /* restore: MAP_PRIVATE, so clones share the page cache */
+	const char *ram_path;  /* RAM file: shared (cold boot) or mapped private (restore); NULL
+				* when the VMM's RAM is its own memory (firecracker cold boot) */
+	int ram_private;       /* restore: MAP_PRIVATE, so clones share the page cache */
 	uint64_t ram_bytes;
-	unsigned port;         /* the guest's port, forwarded from the slot's address */
-	const char *bundle;    /* per-VM directory (root's) */
-	const char *vmm_dir;   /* the VMM's own directory in it: its sockets, files it writes */
-	const char *console;   /* console log file, or NULL for none */
-	const char *user;      /* the VMM drops to this user once its files are open (qemu) */
-	bool tap;              /* network through VMM_TAP_NAME instead of a user-mode network */
-	int incoming_fd;       /* restore: the device state to read (inherited), or -1 */
+	unsigned port;	     /* the guest's port, forwarded from the slot's address */
+	const char *bundle;  /* per-VM directory (root's) */
+	const char *vmm_dir; /* the VMM's own directory in it: its sockets, files it writes */
+	const char *console; /* console log file, or NULL for none */
+	const char *user;    /* the VMM drops to this user once its files are open (qemu) */
+	bool tap;	     /* network through VMM_TAP_NAME instead of a user-mode network */
+	int incoming_fd;     /* restore: the device state to read (inherited), or -1 */
 };
 
 struct vmm_restore {
@@ -43,9 +43,9 @@ struct vmm_restore {
 
 struct vmm_driver {
 	const char *name;
-	bool needs_tap;    /* no user-mode network: the core makes a tap in the slot */
+	bool needs_tap;	   /* no user-mode network: the core makes a tap in the slot */
 	bool agent_vsock;  /* the agent is reached over vsock (a Unix socket + "CONNECT port") */
-	bool own_ram;      /* cold boots use the VMM's own memory, so the VMM writes guest
+	bool own_ram;	   /* cold boots use the VMM's own memory, so the VMM writes guest
 			    * memory into snapshots itself (mem_path below) */
 	bool drops_itself; /* the VMM drops to l->user itself (qemu -runas); else the launcher
 			    * does before exec, and the VMM's files must be readable by that user */

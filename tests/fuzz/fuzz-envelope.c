@@ -31,11 +31,11 @@ handle(struct ipc_call *call, void *ud)
 }
 
 static const struct ipc_handler table[] = {
-    {WARREN__V1__REQUEST__BODY_STATUS, 0, 0, handle},
-    {WARREN__V1__REQUEST__BODY_LIST_IMAGES, 0, IPC_NEEDS_READY, handle},
-    {WARREN__V1__REQUEST__BODY_CLAIM_SLOT, 0, IPC_ONCE, handle},
-    {WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX, 1, IPC_NEEDS_READY, handle},
-    {WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, 0, handle},
+	{WARREN__V1__REQUEST__BODY_STATUS, 0, 0, handle},
+	{WARREN__V1__REQUEST__BODY_LIST_IMAGES, 0, IPC_NEEDS_READY, handle},
+	{WARREN__V1__REQUEST__BODY_CLAIM_SLOT, 0, IPC_ONCE, handle},
+	{WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX, 1, IPC_NEEDS_READY, handle},
+	{WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, 0, handle},
 };
 
 static struct event_base *base;

@@ -112,7 +112,7 @@ static bool
 reason_taken(const char *kept, const char *sent)
 {
 	size_t k = strlen(kept), n = strlen(sent);
-	if (k > n || (n < sizeof ((struct route *)0)->reason && k != n))
+	if (k > n || (n < sizeof((struct route *)0)->reason && k != n))
 		return false;
 	if (k < n && ((unsigned char)sent[k] & 0xc0) == 0x80)
 		return false; /* cut inside a UTF-8 sequence */
@@ -169,7 +169,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 					.n_table = gateway_n_handlers,
 					.userdata = &g};
 	g.server = ipc_server_new(g.dc.base, -1, &cfg);
-	CHECK(route_listen(&g, ledger_route_changed) == 0 && route_listen(&g, proxy_route_changed) == 0);
+	CHECK(route_listen(&g, ledger_route_changed) == 0 &&
+	      route_listen(&g, proxy_route_changed) == 0);
 	CHECK(g.dc.base && g.server);
 	return 0;
 }

@@ -242,17 +242,20 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 		CHECK(n_fds == 1 && is_slot_ns(fds[0]));
 		CHECK(sandbox_id_valid(req->spawn_sandbox->id));
 		CHECK(path_is_inside(req->spawn_sandbox->rootfs, n.templates_dir));
-		CHECK(backend_valid(req->spawn_sandbox->backend)); /* an enum number from the peer */
+		CHECK(backend_valid(
+			req->spawn_sandbox->backend)); /* an enum number from the peer */
 		break;
 	case WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX: {
-		/* netnsd forwards the supervisor's fd if it is a directory; the spawner proves it */
+		/* netnsd forwards the supervisor's fd if it is a directory; the spawner proves it
+		 */
 		CHECK(n_fds == 2 && is_slot_ns(fds[0]) && is_dir(fds[1]));
 		const Warren__V1__SpawnSandboxRequest *q = req->restore_sandbox->spawn;
 		CHECK(sandbox_id_valid(q->id));
 		CHECK(path_is_inside(q->rootfs, n.templates_dir));
 		CHECK(backend_valid(q->backend));
 		bool vm = q->backend == (int)BACKEND_MICROVM;
-		r = image_proof_open(&roots, fds[1], IMAGE_PROOF_RESTORE, vm, &img, why, sizeof why);
+		r = image_proof_open(&roots, fds[1], IMAGE_PROOF_RESTORE, vm, &img, why,
+				     sizeof why);
 		if (r < 0) {
 			CHECK(img.fd < 0 && why[0]);
 			refused = true;
@@ -282,7 +285,8 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 		/* the spawner creates files in it as root: an empty new image of the store only */
 		CHECK(fd_path_under(img.fd, store, name, sizeof name));
 		CHECK(!strncmp(name, ".tmp.", 5) && dir_is_empty(img.fd));
-		/* what runsc writes there is sealed through the proven fd: 0600, the store owner's */
+		/* what runsc writes there is sealed through the proven fd: 0600, the store owner's
+		 */
 		{
 			int f = openat(img.fd, "checkpoint.img",
 				       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -397,35 +401,35 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(root, sizeof root, "/tmp/warren-fuzz-netnsd");
 	CHECK(rm_rf(root) == 0 && mkdir(root, 0700) == 0);
 	static const char *const tree[][2] = {
-	    {"templates", "dir"},
-	    {"templates/web", "dir"},
-	    {"templates/web/rootfs", "dir"},
-	    {"templates/web/vm-initramfs.cpio", "file"},
-	    {"store", "dir"},
-	    {"store/.tmp.t1.0000abcd", "dir"},
-	    {"store/.tmp.t2.0000abce", "dir"},
-	    {"store/.tmp.t2.0000abce/state", "/etc/passwd"},
-	    {"store/good", "dir"},
-	    {"store/good/checkpoint.img", "file"},
-	    {"store/good/state", "file"},
-	    {"store/good/ram", "file"},
-	    {"store/evil", "dir"},
-	    {"store/evil/checkpoint.img", "/etc/passwd"},
-	    {"store/evil/state", "/etc/passwd"},
-	    {"store/evil/ram", "/etc/passwd"},
-	    {"cache", "dir"},
-	    {"cache/good.123", "dir"},
-	    {"cache/good.123/checkpoint.img", "file"},
-	    {"cache/good.123/state", "file"},
-	    {"cache/good.123/ram", "file"},
-	    {"outside", "dir"},
-	    {"outside/checkpoint.img", "/etc/passwd"},
-	    {"outside/state", "/etc/passwd"},
-	    {"outside/ram", "/etc/passwd"},
-	    {"slot0", "file"},
-	    {"slot1", "file"},
-	    {"slot2", "file"},
-	    {"slot3", "file"},
+		{"templates", "dir"},
+		{"templates/web", "dir"},
+		{"templates/web/rootfs", "dir"},
+		{"templates/web/vm-initramfs.cpio", "file"},
+		{"store", "dir"},
+		{"store/.tmp.t1.0000abcd", "dir"},
+		{"store/.tmp.t2.0000abce", "dir"},
+		{"store/.tmp.t2.0000abce/state", "/etc/passwd"},
+		{"store/good", "dir"},
+		{"store/good/checkpoint.img", "file"},
+		{"store/good/state", "file"},
+		{"store/good/ram", "file"},
+		{"store/evil", "dir"},
+		{"store/evil/checkpoint.img", "/etc/passwd"},
+		{"store/evil/state", "/etc/passwd"},
+		{"store/evil/ram", "/etc/passwd"},
+		{"cache", "dir"},
+		{"cache/good.123", "dir"},
+		{"cache/good.123/checkpoint.img", "file"},
+		{"cache/good.123/state", "file"},
+		{"cache/good.123/ram", "file"},
+		{"outside", "dir"},
+		{"outside/checkpoint.img", "/etc/passwd"},
+		{"outside/state", "/etc/passwd"},
+		{"outside/ram", "/etc/passwd"},
+		{"slot0", "file"},
+		{"slot1", "file"},
+		{"slot2", "file"},
+		{"slot3", "file"},
 	};
 	for (size_t i = 0; i < sizeof tree / sizeof tree[0]; i++)
 		mk(tree[i][0], tree[i][1]);
@@ -441,7 +445,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		snprintf(rel, sizeof rel, "slot%u", i);
 		struct stat st;
 		fake_pool.slots[i] =
-		    (struct slot){.index = i, .nsfd = po(rel, O_RDONLY), .built = true};
+			(struct slot){.index = i, .nsfd = po(rel, O_RDONLY), .built = true};
 		CHECK(fstat(fake_pool.slots[i].nsfd, &st) == 0);
 		fake_pool.slots[i].ns_ino = st.st_ino;
 	}

@@ -126,8 +126,8 @@ drain(int fd)
 		if (r < 0)
 			continue;
 		for (size_t i = 0; i < n; i++) {
-			int f =
-			    openat(fds[i], "checkpoint.img", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+			int f = openat(fds[i], "checkpoint.img", O_WRONLY | O_CREAT | O_CLOEXEC,
+				       0600);
 			if (f >= 0) {
 				(void)!write(f, "image", 5);
 				close(f);

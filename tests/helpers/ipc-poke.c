@@ -139,7 +139,8 @@ main(int argc, char **argv)
 			printf("failed %s\n", r < 0 ? strerror(-r) : resp->message);
 			return 1;
 		}
-		printf("daemon=%s version=%s ready=%d pool_size=%u pool_free=%u sandboxes=%u routes=%llu\n",
+		printf("daemon=%s version=%s ready=%d pool_size=%u pool_free=%u sandboxes=%u "
+		       "routes=%llu\n",
 		       resp->status->daemon, resp->status->version, resp->status->ready,
 		       resp->status->pool_size, resp->status->pool_free, resp->status->sandboxes,
 		       (unsigned long long)resp->status->routes);
@@ -168,7 +169,9 @@ main(int argc, char **argv)
 			char raw[CMSG_SPACE(sizeof(int))];
 			struct cmsghdr align;
 		} ctl;
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.raw,
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = ctl.raw,
 				    .msg_controllen = sizeof ctl.raw};
 		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 		c->cmsg_level = SOL_SOCKET;
@@ -206,7 +209,7 @@ main(int argc, char **argv)
 		sr.id = argv[3];
 		sr.address = argv[4];
 		sr.port = (uint32_t)atoi(argv[5]);
-		sr.state = !strcmp(argv[6], "running")	 ? WARREN__V1__ROUTE_STATE__ROUTE_RUNNING
+		sr.state = !strcmp(argv[6], "running")	? WARREN__V1__ROUTE_STATE__ROUTE_RUNNING
 			   : !strcmp(argv[6], "frozen") ? WARREN__V1__ROUTE_STATE__ROUTE_FROZEN
 			   : !strcmp(argv[6], "failed") ? WARREN__V1__ROUTE_STATE__ROUTE_FAILED
 							: WARREN__V1__ROUTE_STATE__ROUTE_STARTING;
@@ -214,8 +217,10 @@ main(int argc, char **argv)
 		sr.runtime_up = strcmp(argv[6], "booting") != 0;
 		sr.start_timeout_ms = argc > 7 ? (uint32_t)atoi(argv[7]) : 0;
 		sr.reason = argc > 8 ? argv[8] : "";
-		/* the agent port's token as the supervisor would push it (test-attack-agent-gate) */
-		sr.agent_token = getenv("IPC_POKE_AGENT_TOKEN") ? getenv("IPC_POKE_AGENT_TOKEN") : "";
+		/* the agent port's token as the supervisor would push it (test-attack-agent-gate)
+		 */
+		sr.agent_token =
+			getenv("IPC_POKE_AGENT_TOKEN") ? getenv("IPC_POKE_AGENT_TOKEN") : "";
 		sr.agent_api = getenv("IPC_POKE_AGENT_API") != NULL;
 		req.body_case = WARREN__V1__REQUEST__BODY_SET_ROUTE;
 		req.set_route = &sr;
@@ -279,7 +284,8 @@ main(int argc, char **argv)
 			printf("open failed %s\n", strerror(errno));
 			return 1;
 		}
-		Warren__V1__CheckpointSandboxRequest cq = WARREN__V1__CHECKPOINT_SANDBOX_REQUEST__INIT;
+		Warren__V1__CheckpointSandboxRequest cq =
+			WARREN__V1__CHECKPOINT_SANDBOX_REQUEST__INIT;
 		cq.id = argv[3];
 		req.body_case = WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX;
 		req.checkpoint_sandbox = &cq;
@@ -353,7 +359,8 @@ main(int argc, char **argv)
 		fflush(stdout);
 		if (r == 0 && !resp->error) {
 			/* it went through: take it down again */
-			Warren__V1__DestroySandboxRequest dq = WARREN__V1__DESTROY_SANDBOX_REQUEST__INIT;
+			Warren__V1__DestroySandboxRequest dq =
+				WARREN__V1__DESTROY_SANDBOX_REQUEST__INIT;
 			dq.id = argv[3];
 			req.id = 9;
 			req.body_case = WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX;
@@ -397,8 +404,8 @@ main(int argc, char **argv)
 		for (char *c = tail; *c; c++)
 			if (*c == '\n')
 				*c = ' ';
-		printf("status %d out %lld err %lld\n%s\n", resp->exec->status, (long long)so.st_size,
-		       (long long)se.st_size, tail);
+		printf("status %d out %lld err %lld\n%s\n", resp->exec->status,
+		       (long long)so.st_size, (long long)se.st_size, tail);
 		return 0;
 	}
 	int snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv);
@@ -409,7 +416,7 @@ main(int argc, char **argv)
 }
 
 /* ---- snapshotd requests, as a (possibly compromised) supervisor would send them ----
- *   snap-list                      ListImages: "ok NAME..." 
+ *   snap-list                      ListImages: "ok NAME..."
  *   snap-open TAG                  OpenImage: "ok TEMPLATE BACKEND FDS"
  *   snap-prepare TAG               PrepareImage: "ok TEMP FDS" (the directory is left)
  *   snap-take TAG TEMPLATE BACKEND prepare, write a file through the fd, commit (positive path)
@@ -496,7 +503,8 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		       backend_to_string(resp->open_image->image->backend) ?: "?", n);
 		return 0;
 	}
-	if ((!strcmp(mode, "snap-prepare") && argc >= 4) || (!strcmp(mode, "snap-take") && argc >= 6)) {
+	if ((!strcmp(mode, "snap-prepare") && argc >= 4) ||
+	    (!strcmp(mode, "snap-take") && argc >= 6)) {
 		req->body_case = WARREN__V1__REQUEST__BODY_PREPARE_IMAGE;
 		req->prepare_image = &pq;
 		pq.tag = argv[3];
@@ -513,7 +521,8 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		/* what a checkpoint does: a file in the directory handed over, given to the
 		 * directory's owner (snapshotd's user) as the spawner does: snapshotd keeps no
 		 * CAP_DAC_OVERRIDE to read a member that is someone else's */
-		int f = openat(fds[0], "checkpoint.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		int f = openat(fds[0], "checkpoint.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			       0600);
 		struct stat dst;
 		if (f >= 0 && geteuid() == 0 && fstat(fds[0], &dst) == 0 &&
 		    fchown(f, dst.st_uid, dst.st_gid) < 0) {
@@ -576,8 +585,9 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		if (k > IPC_MAX_FDS)
 			k = IPC_MAX_FDS;
 		for (size_t i = 0; i < k; i++)
-			out[i] = !strcmp(argv[4], "dir") ? open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-							 : open("/dev/null", O_RDWR | O_CLOEXEC);
+			out[i] = !strcmp(argv[4], "dir")
+					 ? open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+					 : open("/dev/null", O_RDWR | O_CLOEXEC);
 		req->body_case = WARREN__V1__REQUEST__BODY_OPEN_IMAGE;
 		req->open_image = &oq;
 		oq.tag = argv[5];
@@ -623,7 +633,8 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 			else if (!strcmp(field, "template"))
 				cq.template_name = big;
 			else
-				cq.backend = poke_backend("2147483647"); /* no string: a number outside the enum */
+				cq.backend = poke_backend(
+					"2147483647"); /* no string: a number outside the enum */
 		}
 		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
 			return 1;

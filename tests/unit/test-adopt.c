@@ -35,7 +35,7 @@ test_good(void **state)
 	assert_int_equal(r.backend, 0);
 	assert_int_equal(r.memory, 268435456);
 	assert_int_equal(
-	    parse("backend=microvm\nid=0123456789ab\nslot=0\npid=2\nstart=1\nmemory=0\n"), 0);
+		parse("backend=microvm\nid=0123456789ab\nslot=0\npid=2\nstart=1\nmemory=0\n"), 0);
 }
 
 static void
@@ -45,26 +45,26 @@ test_hostile(void **state)
 	 * too big, signed, spaced, no start, a start too big, an unknown backend, no final newline,
 	 * no '=', an empty line */
 	const char *bad[] = {
-	    "",
-	    "id=0123456789ab\n",
-	    GOOD "slot=6\n",
-	    GOOD "uid=0\n",
-	    "id=../../etc/x\nslot=5\npid=1234\nstart=9\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789AB\nslot=5\npid=1234\nstart=9\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=4000\npid=1234\nstart=9\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid=1\nstart=9\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid=0\nstart=9\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid=-5\nstart=9\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid=99999999\nstart=9\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid=+12\nstart=9\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid= 12\nstart=9\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid=12\nstart=0\nbackend=gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid=12\nstart=99999999999999999999999\nbackend="
-	    "gvisor\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid=12\nstart=9\nbackend=runc\nmemory=0\n",
-	    "id=0123456789ab\nslot=5\npid=12\nstart=9\nbackend=gvisor\nmemory=0",
-	    "id=0123456789ab\nslot=5\npid=12\nstart=9\nbackend=gvisor\nmemory0\n",
-	    "id=0123456789ab\nslot=5\n\npid=12\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"",
+		"id=0123456789ab\n",
+		GOOD "slot=6\n",
+		GOOD "uid=0\n",
+		"id=../../etc/x\nslot=5\npid=1234\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789AB\nslot=5\npid=1234\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=4000\npid=1234\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid=1\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid=0\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid=-5\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid=99999999\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid=+12\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid= 12\nstart=9\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid=12\nstart=0\nbackend=gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid=12\nstart=99999999999999999999999\nbackend="
+		"gvisor\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid=12\nstart=9\nbackend=runc\nmemory=0\n",
+		"id=0123456789ab\nslot=5\npid=12\nstart=9\nbackend=gvisor\nmemory=0",
+		"id=0123456789ab\nslot=5\npid=12\nstart=9\nbackend=gvisor\nmemory0\n",
+		"id=0123456789ab\nslot=5\n\npid=12\nstart=9\nbackend=gvisor\nmemory=0\n",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		if (parse(bad[i]) != -EBADMSG)

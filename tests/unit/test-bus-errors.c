@@ -64,9 +64,8 @@ test_every_sent_name_is_mapped(void **state)
 {
 	(void)state;
 	/* positive control: a name the table does not have is flagged */
-	assert_int_equal(missing_names("sd_bus_error_setf(err, ERR(\"NoSuchThing\"), \"x\")",
-				       "control"),
-			 1);
+	assert_int_equal(
+		missing_names("sd_bus_error_setf(err, ERR(\"NoSuchThing\"), \"x\")", "control"), 1);
 	assert_int_equal(missing_names("ERR(\"BadState\")", "control"), 0);
 
 	DIR *d = opendir(source_dir);

@@ -20,8 +20,11 @@ seq(void *arg)
 static struct place_host
 host(const char *name, uint32_t free_slots, uint64_t mem, bool warm, uint32_t standby)
 {
-	struct place_host h = {.free_slots = free_slots, .mem_avail = mem, .warm = warm,
-			       .standby = standby, .accepting = true};
+	struct place_host h = {.free_slots = free_slots,
+			       .mem_avail = mem,
+			       .warm = warm,
+			       .standby = standby,
+			       .accepting = true};
 	strncpy(h.name, name, sizeof h.name - 1);
 	return h;
 }
@@ -44,8 +47,9 @@ static void
 test_rank_all(void **state)
 {
 	/* K = all hosts: the best by standby, then warm, then memory, then slots */
-	struct place_host h[4] = {host("a", 9, 8ull << 30, false, 0), host("b", 1, 1ull << 30, true, 0),
-				  host("c", 1, 1ull << 30, true, 2), host("d", 3, 9ull << 30, false, 0)};
+	struct place_host h[4] = {
+		host("a", 9, 8ull << 30, false, 0), host("b", 1, 1ull << 30, true, 0),
+		host("c", 1, 1ull << 30, true, 2), host("d", 3, 9ull << 30, false, 0)};
 	size_t order[4];
 	unsigned n = 0;
 	assert_int_equal(place_order(h, 4, NULL, 0, 4, seq, &n, order), 4);
@@ -130,9 +134,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_full),	 cmocka_unit_test(test_rank_all),
-	    cmocka_unit_test(test_best_of_k), cmocka_unit_test(test_reservations),
-	    cmocka_unit_test(test_input),
+		cmocka_unit_test(test_full),	  cmocka_unit_test(test_rank_all),
+		cmocka_unit_test(test_best_of_k), cmocka_unit_test(test_reservations),
+		cmocka_unit_test(test_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

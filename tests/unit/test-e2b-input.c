@@ -29,12 +29,12 @@ test_text(void **state)
 	assert_false(TXT("a\tb"));
 	assert_false(TXT("a\x1b[31m"));
 	assert_false(TXT("a\x7f"));
-	assert_false(TXT("a\xc2\x85")); /* U+0085, a C1 control (NEL) */
-	assert_false(TXT("a\xc2\x9b")); /* U+009B, CSI */
-	assert_false(TXT("\xc0\xaf"));	/* overlong '/' */
-	assert_false(TXT("\xed\xa0\x80")); /* a surrogate */
+	assert_false(TXT("a\xc2\x85"));	       /* U+0085, a C1 control (NEL) */
+	assert_false(TXT("a\xc2\x9b"));	       /* U+009B, CSI */
+	assert_false(TXT("\xc0\xaf"));	       /* overlong '/' */
+	assert_false(TXT("\xed\xa0\x80"));     /* a surrogate */
 	assert_false(TXT("\xf4\x90\x80\x80")); /* beyond U+10FFFF */
-	assert_false(TXT("\xe2\x82")); /* truncated */
+	assert_false(TXT("\xe2\x82"));	       /* truncated */
 	assert_false(TXT("\xff"));
 	assert_true(e2b_input_text_ok("abcd", 4, 4));
 	assert_false(e2b_input_text_ok("abcde", 5, 4));
@@ -67,7 +67,9 @@ test_metadata_query(void **state)
 	struct e2b_kv kv[E2B_META_MAX];
 	size_t n;
 	/* what the SDK sends after one decoding by the query parser: keys and values encoded */
-	assert_int_equal(e2b_input_parse_metadata_query("user=abc&app=my%20app%26co", kv, E2B_META_MAX, &n), 0);
+	assert_int_equal(
+		e2b_input_parse_metadata_query("user=abc&app=my%20app%26co", kv, E2B_META_MAX, &n),
+		0);
 	assert_int_equal(n, 2);
 	assert_string_equal(kv[0].key, "user");
 	assert_string_equal(kv[0].value, "abc");
@@ -80,7 +82,8 @@ test_metadata_query(void **state)
 	e2b_kv_free(kv, n);
 	assert_int_equal(e2b_input_parse_metadata_query("a=x%0Ay", kv, E2B_META_MAX, &n), -EINVAL);
 	assert_int_equal(e2b_input_parse_metadata_query("a=x%00y", kv, E2B_META_MAX, &n), -EINVAL);
-	assert_int_equal(e2b_input_parse_metadata_query("a=x%C2%85", kv, E2B_META_MAX, &n), -EINVAL);
+	assert_int_equal(e2b_input_parse_metadata_query("a=x%C2%85", kv, E2B_META_MAX, &n),
+			 -EINVAL);
 	assert_int_equal(e2b_input_parse_metadata_query("a=%4", kv, E2B_META_MAX, &n), -EINVAL);
 	assert_int_equal(e2b_input_parse_metadata_query("a=%zz", kv, E2B_META_MAX, &n), -EINVAL);
 	assert_int_equal(e2b_input_parse_metadata_query("=v", kv, E2B_META_MAX, &n), -EINVAL);
@@ -129,7 +132,8 @@ test_list_params(void **state)
 	assert_int_equal(e2b_input_parse_token("x", &us, id), -EINVAL);
 	assert_int_equal(e2b_input_parse_token("_0123456789ab", &us, id), -EINVAL);
 	assert_int_equal(e2b_input_parse_token("12_../../etc/pa", &us, id), -EINVAL);
-	assert_int_equal(e2b_input_parse_token("99999999999999999999_0123456789ab", &us, id), -EINVAL);
+	assert_int_equal(e2b_input_parse_token("99999999999999999999_0123456789ab", &us, id),
+			 -EINVAL);
 }
 
 static void
@@ -246,13 +250,13 @@ test_store_load(void **state)
 	assert_true(s->end_usec == 2 && s->timeout_s == 300);
 	e2b_store_remove(&a, s);
 	static const char *const bad[] = {
-		"\"id\":\"../../etc/pa\"",	      /* not a Warren id */
-		"\"metadata\":{\"k\":\"a\\nb\"}",  /* a control character */
-		"\"metadata\":{\"k\":1}",	      /* not a string */
-		"\"template\":\"a/b\"",		      /* not a template name */
-		"\"token\":\"xyz\"",		      /* not a token */
-		"\"timeout_s\":99999999",	      /* beyond --max-timeout */
-		"\"extra\":1",			      /* an unknown field */
+		"\"id\":\"../../etc/pa\"",	  /* not a Warren id */
+		"\"metadata\":{\"k\":\"a\\nb\"}", /* a control character */
+		"\"metadata\":{\"k\":1}",	  /* not a string */
+		"\"template\":\"a/b\"",		  /* not a template name */
+		"\"token\":\"xyz\"",		  /* not a token */
+		"\"timeout_s\":99999999",	  /* beyond --max-timeout */
+		"\"extra\":1",			  /* an unknown field */
 	};
 	snprintf(path, sizeof path, "%s/sandboxes.json", dir);
 	/* positive control: the record the cases below spoil, unspoilt, loads */
@@ -277,7 +281,8 @@ test_store_load(void **state)
 			 id);
 		/* put the bad field in place of the good one */
 		char *at = NULL, field[64];
-		snprintf(field, sizeof field, "%.*s", (int)(strchr(bad[i], ':') - bad[i] + 1), bad[i]);
+		snprintf(field, sizeof field, "%.*s", (int)(strchr(bad[i], ':') - bad[i] + 1),
+			 bad[i]);
 		char out[1024];
 		if ((at = strstr(rec, field))) {
 			char *end = at + strlen(field);
@@ -289,7 +294,8 @@ test_store_load(void **state)
 			}
 			snprintf(out, sizeof out, "%.*s%s%s", (int)(at - rec), rec, bad[i], end);
 		} else
-			snprintf(out, sizeof out, "%.*s,%s}]}", (int)(strlen(rec) - 3), rec, bad[i]);
+			snprintf(out, sizeof out, "%.*s,%s}]}", (int)(strlen(rec) - 3), rec,
+				 bad[i]);
 		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		assert_int_equal(write(fd, out, strlen(out)), (ssize_t)strlen(out));
 		close(fd);
@@ -312,10 +318,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_text),	     cmocka_unit_test(test_names),
+		cmocka_unit_test(test_text),	       cmocka_unit_test(test_names),
 		cmocka_unit_test(test_metadata_query), cmocka_unit_test(test_list_params),
-		cmocka_unit_test(test_api_keys),
-		cmocka_unit_test(test_api_keys_file),
+		cmocka_unit_test(test_api_keys),       cmocka_unit_test(test_api_keys_file),
 		cmocka_unit_test(test_store_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -123,10 +123,10 @@ static void
 test_multipart(void **state)
 {
 	static const char body[] =
-	    "preamble\r\n--B0undary\r\nContent-Disposition: form-data; name=\"file\"; "
-	    "filename=\"dir/a.txt\"\r\n\r\nA\r\n--B0undar not yet\r\n--B0undary\r\n"
-	    "Content-Disposition: form-data; name=\"file\"; filename=\"b\"\r\n\r\nBB\r\n"
-	    "--B0undary--\r\nepilogue";
+		"preamble\r\n--B0undary\r\nContent-Disposition: form-data; name=\"file\"; "
+		"filename=\"dir/a.txt\"\r\n\r\nA\r\n--B0undar not yet\r\n--B0undary\r\n"
+		"Content-Disposition: form-data; name=\"file\"; filename=\"b\"\r\n\r\nBB\r\n"
+		"--B0undary--\r\nepilogue";
 	const struct envd_mp_sink sink = {mp_begin, mp_data, mp_end};
 	/* every split point of the body into two feeds gives the same result */
 	for (size_t split = 0; split <= sizeof body - 1; split++) {
@@ -197,12 +197,12 @@ test_requests(void **state)
 	struct envd_request q;
 	char why[256];
 	const char *start =
-	    "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"echo\"],"
-	    "\"envs\":{\"A\":\"b\"},\"cwd\":\"/tmp\"},\"pty\":{\"size\":{\"cols\":100,"
-	    "\"rows\":\"30\"}},\"tag\":\"t\",\"stdin\":false}";
+		"{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"echo\"],"
+		"\"envs\":{\"A\":\"b\"},\"cwd\":\"/tmp\"},\"pty\":{\"size\":{\"cols\":100,"
+		"\"rows\":\"30\"}},\"tag\":\"t\",\"stdin\":false}";
 	assert_int_equal(
-	    envd_request_decode(ENVD_R_P_START, start, strlen(start), &q, why, sizeof why),
-	    ENVD_OK);
+		envd_request_decode(ENVD_R_P_START, start, strlen(start), &q, why, sizeof why),
+		ENVD_OK);
 	assert_string_equal(q.cmd, "/bin/sh");
 	assert_int_equal(q.n_args, 2);
 	assert_string_equal(q.args[1], "echo");
@@ -215,13 +215,13 @@ test_requests(void **state)
 	assert_int_equal(q.stdin_mode, 0);
 	envd_request_free(&q);
 	const char *refused[] = {
-	    "{\"process\":{\"cmd\":\"\"}}",			      /* no command */
-	    "{\"process\":{\"cmd\":\"x\",\"envs\":{\"A=B\":\"c\"}}}", /* '=' in a name */
-	    "{\"process\":{\"cmd\":\"x\\u0000y\"}}",		      /* NUL inside */
-	    "{\"process\":{\"cmd\":\"x\",\"args\":[1]}}",	      /* not a string */
-	    "{\"process\":{\"cmd\":\"x\"},\"pty\":{\"size\":{\"cols\":70000}}}",
-	    "[1]",
-	    "{\"process\":{\"cmd\":\"x\"},\"process\":{\"cmd\":\"y\"}}", /* duplicate key */
+		"{\"process\":{\"cmd\":\"\"}}",				  /* no command */
+		"{\"process\":{\"cmd\":\"x\",\"envs\":{\"A=B\":\"c\"}}}", /* '=' in a name */
+		"{\"process\":{\"cmd\":\"x\\u0000y\"}}",		  /* NUL inside */
+		"{\"process\":{\"cmd\":\"x\",\"args\":[1]}}",		  /* not a string */
+		"{\"process\":{\"cmd\":\"x\"},\"pty\":{\"size\":{\"cols\":70000}}}",
+		"[1]",
+		"{\"process\":{\"cmd\":\"x\"},\"process\":{\"cmd\":\"y\"}}", /* duplicate key */
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
 		assert_int_not_equal(envd_request_decode(ENVD_R_P_START, refused[i],
@@ -231,20 +231,21 @@ test_requests(void **state)
 	}
 	const char *sig = "{\"process\":{\"pid\":42},\"signal\":\"SIGNAL_SIGKILL\"}";
 	assert_int_equal(
-	    envd_request_decode(ENVD_R_P_SEND_SIGNAL, sig, strlen(sig), &q, why, sizeof why),
-	    ENVD_OK);
+		envd_request_decode(ENVD_R_P_SEND_SIGNAL, sig, strlen(sig), &q, why, sizeof why),
+		ENVD_OK);
 	assert_true(q.sel.has_pid);
 	assert_int_equal(q.sel.pid, 42);
 	assert_int_equal(q.signal, 9);
 	envd_request_free(&q);
 	const char *both = "{\"process\":{\"pid\":1,\"tag\":\"x\"},\"signal\":\"SIGNAL_SIGTERM\"}";
 	assert_int_equal(
-	    envd_request_decode(ENVD_R_P_SEND_SIGNAL, both, strlen(both), &q, why, sizeof why),
-	    ENVD_INVALID_ARGUMENT); /* a oneof with two members */
+		envd_request_decode(ENVD_R_P_SEND_SIGNAL, both, strlen(both), &q, why, sizeof why),
+		ENVD_INVALID_ARGUMENT); /* a oneof with two members */
 	envd_request_free(&q);
 	const char *in = "{\"process\":{\"tag\":\"t\"},\"input\":{\"stdin\":\"aGk=\"}}";
 	assert_int_equal(
-	    envd_request_decode(ENVD_R_P_SEND_INPUT, in, strlen(in), &q, why, sizeof why), ENVD_OK);
+		envd_request_decode(ENVD_R_P_SEND_INPUT, in, strlen(in), &q, why, sizeof why),
+		ENVD_OK);
 	assert_int_equal(q.input_len, 2);
 	assert_memory_equal(q.input, "hi", 2);
 	assert_false(q.input_pty);
@@ -272,9 +273,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_routes),    cmocka_unit_test(test_envelope),
-	    cmocka_unit_test(test_chunked),   cmocka_unit_test(test_multipart),
-	    cmocka_unit_test(test_query_b64), cmocka_unit_test(test_requests),
+		cmocka_unit_test(test_routes),	  cmocka_unit_test(test_envelope),
+		cmocka_unit_test(test_chunked),	  cmocka_unit_test(test_multipart),
+		cmocka_unit_test(test_query_b64), cmocka_unit_test(test_requests),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,9 +65,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_unset_returns),
-	    cmocka_unit_test(test_other_step_returns),
-	    cmocka_unit_test(test_named_step_kills),
+		cmocka_unit_test(test_unset_returns),
+		cmocka_unit_test(test_other_step_returns),
+		cmocka_unit_test(test_named_step_kills),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

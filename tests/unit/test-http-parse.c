@@ -43,10 +43,12 @@ test_incomplete_and_limits(void **state)
 	assert_int_equal(PARSE_LIT("GET / HTTP/1.1\r\nX: a\0\r\nHost:", true, &h), -EBADMSG);
 	assert_int_equal(parse("GET / HTTP/1.1\r\nX: a\r\nHost:", true, &h), 0);
 	/* a caller's smaller bound (the upstream response head option) */
-	const char *resp = "HTTP/1.1 200 OK\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-			   "aaaaaaaaaaaaaaa\r\n\r\n";
+	const char *resp =
+		"HTTP/1.1 200 OK\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaaaaaaaaaaaaa\r\n\r\n";
 	assert_int_equal(http_parse_head(resp, strlen(resp), false, 64, &h), -EMSGSIZE);
-	assert_int_equal(http_parse_head(resp, strlen(resp), false, 128, &h), (ssize_t)strlen(resp));
+	assert_int_equal(http_parse_head(resp, strlen(resp), false, 128, &h),
+			 (ssize_t)strlen(resp));
 	char *big = malloc(HTTP_MAX_HEAD + 10);
 	memset(big, 'a', HTTP_MAX_HEAD + 9);
 	memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
@@ -64,7 +66,10 @@ struct hcase {
 	const char *s;
 	size_t len; /* 0: strlen */
 };
-#define LIT(x) {x, sizeof(x) - 1}
+#define LIT(x)                                                                                     \
+	{                                                                                          \
+		x, sizeof(x) - 1                                                                   \
+	}
 
 static void
 expect_all(const struct hcase *cases, size_t n, bool request, ssize_t want_bad)
@@ -92,10 +97,10 @@ test_valid_requests(void **state)
 {
 	static const struct hcase ok[] = {
 		LIT("GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
-		LIT("GET / HTTP/1.1\r\nHost: a\r\nX: a\tb\r\n\r\n"),	  /* HTAB in a value */
+		LIT("GET / HTTP/1.1\r\nHost: a\r\nX: a\tb\r\n\r\n"),	    /* HTAB in a value */
 		LIT("GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n"), /* obs-text */
-		LIT("GET / HTTP/1.1\r\nHost: a\r\nX:\r\n\r\n"),		  /* empty value */
-		LIT("GET / HTTP/1.1\r\nHost:   a  \r\n\r\n"),		  /* OWS trimmed */
+		LIT("GET / HTTP/1.1\r\nHost: a\r\nX:\r\n\r\n"),		    /* empty value */
+		LIT("GET / HTTP/1.1\r\nHost:   a  \r\n\r\n"),		    /* OWS trimmed */
 		LIT("get /a/b;c=d?e=f&g=%20~!$'()*+,@: HTTP/1.1\r\nHost: a\r\n\r\n"),
 		LIT("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"),
 		LIT("GET / HTTP/1.0\r\n\r\n"), /* HTTP/1.0 needs no Host */
@@ -112,7 +117,8 @@ test_valid_requests(void **state)
 	assert_int_equal(h.body, HTTP_BODY_CHUNKED);
 	assert_true(parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", true, &h) > 0);
 	assert_true(h.keep_alive);
-	assert_true(parse("GET / HTTP/1.1\r\nHost: a\r\nConnection: x,\tclose\r\n\r\n", true, &h) > 0);
+	assert_true(parse("GET / HTTP/1.1\r\nHost: a\r\nConnection: x,\tclose\r\n\r\n", true, &h) >
+		    0);
 	assert_false(h.keep_alive);
 }
 
@@ -176,9 +182,11 @@ test_malformed(void **state)
 		LIT("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n"),
 		LIT("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n"),
 		LIT("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \"chunked\"\r\n\r\n"),
-		LIT("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+		LIT("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: "
+		    "chunked\r\nTransfer-Encoding: "
 		    "chunked\r\n\r\n"),
-		LIT("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+		LIT("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: "
+		    "chunked\r\nTransfer-Encoding: "
 		    "gzip\r\n\r\n"),
 		LIT("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"),
 		/* Host */
@@ -259,7 +267,8 @@ test_response_framing(void **state)
 	http_response_framing(&h, false);
 	assert_int_equal(h.body, HTTP_BODY_UNTIL_CLOSE);
 	assert_false(h.keep_alive);
-	assert_true(parse("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", false, &h) > 0);
+	assert_true(parse("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", false, &h) >
+		    0);
 	http_response_framing(&h, false);
 	assert_int_equal(h.body, HTTP_BODY_NONE);
 	assert_true(parse("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", false, &h) > 0);
@@ -324,7 +333,7 @@ test_chunked(void **state)
 		LIT("4;a=\"x y;\\\"z\"\r\nWiki\r\n0\r\n\r\n"),
 		LIT("4\r\nWiki\r\n0\r\nA: b\r\nC:\td\r\n\r\n"),
 		LIT("4\r\n\0\r\n\0\r\n0\r\n\r\n"), /* any byte in data */
-		LIT("fffffffffffffff\r\n"),	/* 15 digits: not done, not refused */
+		LIT("fffffffffffffff\r\n"),	   /* 15 digits: not done, not refused */
 	};
 	for (size_t n = 0; n < sizeof ok / sizeof ok[0]; n++) {
 		k = chunked_all(ok[n].s, ok[n].len, &done);
@@ -335,30 +344,30 @@ test_chunked(void **state)
 		assert_true(done || n == sizeof ok / sizeof ok[0] - 1);
 	}
 	static const struct hcase bad[] = {
-		LIT("\r\n\r\n"),		       /* no digits: not the last chunk */
-		LIT(";x\r\n\r\n"),		       /* no digits before an extension */
-		LIT(" 4\r\nWiki\r\n0\r\n\r\n"),	       /* leading space */
-		LIT("zz\r\n"),			       /* not hex */
-		LIT("0x4\r\nWiki\r\n0\r\n\r\n"),       /* garbage after the size */
+		LIT("\r\n\r\n"),		 /* no digits: not the last chunk */
+		LIT(";x\r\n\r\n"),		 /* no digits before an extension */
+		LIT(" 4\r\nWiki\r\n0\r\n\r\n"),	 /* leading space */
+		LIT("zz\r\n"),			 /* not hex */
+		LIT("0x4\r\nWiki\r\n0\r\n\r\n"), /* garbage after the size */
 		LIT("4x\r\nWiki\r\n0\r\n\r\n"),
 		LIT("-1\r\n"),
 		LIT("+4\r\nWiki\r\n0\r\n\r\n"),
-		LIT("4 4\r\nWiki\r\n0\r\n\r\n"),       /* whitespace then more digits */
-		LIT("4 \r\nWiki\r\n0\r\n\r\n"),	       /* BWS without an extension */
-		LIT("4\nWiki\r\n0\r\n\r\n"),	       /* bare LF after the size */
-		LIT("4\rWiki\r\n0\r\n\r\n"),	       /* CR not followed by LF */
-		LIT("4\r\nWikiX\r\n0\r\n\r\n"),	       /* data longer than its size */
-		LIT("4\r\nWiki\n0\r\n\r\n"),	       /* bare LF after data */
-		LIT("10000000000000000\r\n"),	       /* 17 hex digits: overflow */
-		LIT("1000000000000000\r\n"),	       /* 16 hex digits: over 2^60 */
-		LIT("4;a\0\r\nWiki\r\n0\r\n\r\n"),     /* NUL in an extension */
-		LIT("4;a\nb\r\nWiki\r\n0\r\n\r\n"),    /* bare LF in an extension */
+		LIT("4 4\r\nWiki\r\n0\r\n\r\n"),	  /* whitespace then more digits */
+		LIT("4 \r\nWiki\r\n0\r\n\r\n"),		  /* BWS without an extension */
+		LIT("4\nWiki\r\n0\r\n\r\n"),		  /* bare LF after the size */
+		LIT("4\rWiki\r\n0\r\n\r\n"),		  /* CR not followed by LF */
+		LIT("4\r\nWikiX\r\n0\r\n\r\n"),		  /* data longer than its size */
+		LIT("4\r\nWiki\n0\r\n\r\n"),		  /* bare LF after data */
+		LIT("10000000000000000\r\n"),		  /* 17 hex digits: overflow */
+		LIT("1000000000000000\r\n"),		  /* 16 hex digits: over 2^60 */
+		LIT("4;a\0\r\nWiki\r\n0\r\n\r\n"),	  /* NUL in an extension */
+		LIT("4;a\nb\r\nWiki\r\n0\r\n\r\n"),	  /* bare LF in an extension */
 		LIT("4;a=\"x\ry\"\r\nWiki\r\n0\r\n\r\n"), /* CR inside a quoted extension */
-		LIT("4;a@b\r\nWiki\r\n0\r\n\r\n"),     /* not a token */
-		LIT("0\r\n\n"),			       /* bare LF ends the trailers */
-		LIT("0\r\nA: b\n\r\n"),		       /* bare LF in a trailer */
-		LIT("0\r\nA: b\r\n c\r\n\r\n"),	       /* obs-fold in the trailers */
-		LIT("0\r\nA b: c\r\n\r\n"),	       /* a trailer name with a space */
+		LIT("4;a@b\r\nWiki\r\n0\r\n\r\n"),	  /* not a token */
+		LIT("0\r\n\n"),				  /* bare LF ends the trailers */
+		LIT("0\r\nA: b\n\r\n"),			  /* bare LF in a trailer */
+		LIT("0\r\nA: b\r\n c\r\n\r\n"),		  /* obs-fold in the trailers */
+		LIT("0\r\nA b: c\r\n\r\n"),		  /* a trailer name with a space */
 		LIT("0\r\nnocolon\r\n\r\n"),
 		LIT("0\r\n: x\r\n\r\n"),
 		LIT("0\r\nA: b\0\r\n\r\n"),
@@ -388,12 +397,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_request),
-		cmocka_unit_test(test_incomplete_and_limits),
-		cmocka_unit_test(test_valid_requests),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_responses),
-		cmocka_unit_test(test_response_framing),
+		cmocka_unit_test(test_request),	       cmocka_unit_test(test_incomplete_and_limits),
+		cmocka_unit_test(test_valid_requests), cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_responses),      cmocka_unit_test(test_response_framing),
 		cmocka_unit_test(test_chunked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -166,9 +166,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_clean_and_hostile_modes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_hard_link_to_host_file, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_bytes_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clean_and_hostile_modes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hard_link_to_host_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bytes_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

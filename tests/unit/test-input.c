@@ -204,11 +204,13 @@ test_record_load_refuses(void **state)
 	struct template_record r;
 	assert_int_equal(template_record_parse(nul, sizeof nul - 1, &r, NULL, 0), -EBADMSG);
 	/* env, cwd, user (issue 15): escaped like argv, checked on load */
-	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv=A=1\nenv=B=100%25\ncwd=/www\nuid=1000\ngid=1000\n"), 0);
+	assert_int_equal(parse("format=2\n" BASE
+			       "arg=x\nenv=A=1\nenv=B=100%25\ncwd=/www\nuid=1000\ngid=1000\n"),
+			 0);
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv=NOEQUALS\n"), -EBADMSG);
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv=B=x%0Awarm=1\n"), -EBADMSG);
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nenv==x\n"), -EBADMSG);
-	assert_int_equal(parse("format=2\n" BASE "arg=x\ncwd=www\n"), -EBADMSG); /* relative */
+	assert_int_equal(parse("format=2\n" BASE "arg=x\ncwd=www\n"), -EBADMSG);  /* relative */
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nuid=1000\n"), -EBADMSG); /* no gid */
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nuid=70000\ngid=1\n"), -EBADMSG);
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nimported=2\n"), -EBADMSG);
@@ -223,10 +225,18 @@ test_record_load_refuses(void **state)
 	{
 		/* a round trip keeps them */
 		char *env[] = {"A=1", "B=two words", NULL};
-		struct template_record w = {.rootfs = "/t/rootfs", .argv = (char *[]){"x", NULL},
-					    .argc = 1, .port = 80, .memory_limit = 64 << 20,
-					    .env = env, .envc = 2, .cwd = "/srv", .user_set = true,
-					    .uid = 7, .gid = 8, .imported = true};
+		struct template_record w = {.rootfs = "/t/rootfs",
+					    .argv = (char *[]){"x", NULL},
+					    .argc = 1,
+					    .port = 80,
+					    .memory_limit = 64 << 20,
+					    .env = env,
+					    .envc = 2,
+					    .cwd = "/srv",
+					    .user_set = true,
+					    .uid = 7,
+					    .gid = 8,
+					    .imported = true};
 		char *buf = NULL;
 		size_t len = 0;
 		assert_int_equal(template_record_format(&w, &buf, &len), 0);
@@ -259,11 +269,11 @@ test_image_header(void **state)
 {
 	static struct image_header h;
 	assert_int_equal(
-	    header("format=1\ncreated=5\nparent=0123456789ab\ntemplate=web\n"
-		   "backend=microvm\ncompression=zstd\n"
-		   "file=checkpoint.img 10 00000000000000ff\nfile=ram.zst 0 0000000000000000\n",
-		   &h),
-	    0);
+		header("format=1\ncreated=5\nparent=0123456789ab\ntemplate=web\n"
+		       "backend=microvm\ncompression=zstd\n"
+		       "file=checkpoint.img 10 00000000000000ff\nfile=ram.zst 0 0000000000000000\n",
+		       &h),
+		0);
 	assert_string_equal(h.parent, "0123456789ab");
 	assert_string_equal(h.template_name, "web");
 	assert_string_equal(h.backend, "microvm");
@@ -274,26 +284,26 @@ test_image_header(void **state)
 	assert_int_equal(header("format=1\nfile=a 1 0000000000000001\n", &h), 0);
 	assert_string_equal(h.backend, "gvisor");
 	const char *bad[] = {
-	    "file=a 1 0000000000000001\n",		/* no format */
-	    "format=2\nfile=a 1 0000000000000001\n",	/* unknown format */
-	    "format=1\n",				/* no files */
-	    "format=1\nfile=../x 1 0000000000000001\n", /* escapes */
-	    "format=1\nfile=a/b 1 0000000000000001\n",
-	    "format=1\nfile=.hidden 1 0000000000000001\n",
-	    "format=1\nfile=warren-image 1 0000000000000001\n",
-	    "format=1\nfile=a 1 0000000000000001\nfile=a 1 0000000000000001\n", /* twice */
-	    "format=1\nfile=a -1 0000000000000001\n",
-	    "format=1\nfile=a 1 01\n",
-	    "format=1\nfile=a 1 000000000000000g\n",
-	    "format=1\nfile=a 1\n",
-	    "format=1\nformat=1\nfile=a 1 0000000000000001\n",
-	    "format=1\nparent=../../etc/pa\nfile=a 1 0000000000000001\n",
-	    "format=1\ntemplate=Web\nfile=a 1 0000000000000001\n",
-	    "format=1\nbackend=qemu\nfile=a 1 0000000000000001\n",
-	    "format=1\ncompression=lz4\nfile=a 1 0000000000000001\n",
-	    "format=1\nfile=a 1 0000000000000001", /* no line end */
-	    "format=1\nfile=a 1 0000000000000001\r\n",
-	    "format=1\nmystery=1\nfile=a 1 0000000000000001\n",
+		"file=a 1 0000000000000001\n",		    /* no format */
+		"format=2\nfile=a 1 0000000000000001\n",    /* unknown format */
+		"format=1\n",				    /* no files */
+		"format=1\nfile=../x 1 0000000000000001\n", /* escapes */
+		"format=1\nfile=a/b 1 0000000000000001\n",
+		"format=1\nfile=.hidden 1 0000000000000001\n",
+		"format=1\nfile=warren-image 1 0000000000000001\n",
+		"format=1\nfile=a 1 0000000000000001\nfile=a 1 0000000000000001\n", /* twice */
+		"format=1\nfile=a -1 0000000000000001\n",
+		"format=1\nfile=a 1 01\n",
+		"format=1\nfile=a 1 000000000000000g\n",
+		"format=1\nfile=a 1\n",
+		"format=1\nformat=1\nfile=a 1 0000000000000001\n",
+		"format=1\nparent=../../etc/pa\nfile=a 1 0000000000000001\n",
+		"format=1\ntemplate=Web\nfile=a 1 0000000000000001\n",
+		"format=1\nbackend=qemu\nfile=a 1 0000000000000001\n",
+		"format=1\ncompression=lz4\nfile=a 1 0000000000000001\n",
+		"format=1\nfile=a 1 0000000000000001", /* no line end */
+		"format=1\nfile=a 1 0000000000000001\r\n",
+		"format=1\nmystery=1\nfile=a 1 0000000000000001\n",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(header(bad[i], &h), -EBADMSG);
@@ -303,9 +313,12 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_string_check),	cmocka_unit_test(test_tags),
-	    cmocka_unit_test(test_record_round_trip),	cmocka_unit_test(test_record_write_refuses),
-	    cmocka_unit_test(test_record_load_refuses), cmocka_unit_test(test_image_header),
+		cmocka_unit_test(test_string_check),
+		cmocka_unit_test(test_tags),
+		cmocka_unit_test(test_record_round_trip),
+		cmocka_unit_test(test_record_write_refuses),
+		cmocka_unit_test(test_record_load_refuses),
+		cmocka_unit_test(test_image_header),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -147,10 +147,8 @@ static void
 test_server_drops_bad_peer(void **state)
 {
 	struct event_base *base = event_base_new();
-	struct ipc_server_config cfg = {.name = "test",
-					.table = table,
-					.n_table = 1,
-					.drop_on_violation = true};
+	struct ipc_server_config cfg = {
+		.name = "test", .table = table, .n_table = 1, .drop_on_violation = true};
 	struct ipc_server *s = ipc_server_new(base, -1, &cfg);
 	ipc_server_set_ready(s, true);
 	int bad[2], good[2];
@@ -353,9 +351,8 @@ test_client_queues_when_full(void **state)
 		Warren__V1__StatusRequest st;
 		status_request(&req, &st);
 		/* every tenth carries an fd: a queued one must still arrive with it */
-		assert_int_equal(ipc_client_call(c, &req, &devnull, k % 10 == 0, 0, reply_counted,
-						 NULL),
-				 0);
+		assert_int_equal(
+			ipc_client_call(c, &req, &devnull, k % 10 == 0, 0, reply_counted, NULL), 0);
 	}
 	close(devnull);
 	uint64_t want = 1;

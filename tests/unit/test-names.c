@@ -15,7 +15,7 @@ test_ids(void **state)
 		assert_int_equal(sandbox_id_new(id), 0);
 		assert_true(sandbox_id_valid(id));
 	}
-	assert_false(sandbox_id_valid("0123456789a"));   /* short: runsc prefix matching */
+	assert_false(sandbox_id_valid("0123456789a"));	 /* short: runsc prefix matching */
 	assert_false(sandbox_id_valid("0123456789abc")); /* long */
 	assert_false(sandbox_id_valid("0123456789aG"));
 	assert_false(sandbox_id_valid("../../etc/pa"));
@@ -37,7 +37,8 @@ test_template_names(void **state)
 static void
 test_paths(void **state)
 {
-	assert_true(path_is_inside("/var/lib/warren/templates/web/rootfs", "/var/lib/warren/templates"));
+	assert_true(path_is_inside("/var/lib/warren/templates/web/rootfs",
+				   "/var/lib/warren/templates"));
 	assert_false(path_is_inside("/var/lib/warren/templates", "/var/lib/warren/templates"));
 	assert_false(path_is_inside("/var/lib/warren/templates2/x", "/var/lib/warren/templates"));
 	assert_false(path_is_inside("/etc", "/var/lib/warren/templates"));

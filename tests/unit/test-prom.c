@@ -14,7 +14,8 @@ static void
 test_escape(void **state)
 {
 	struct prom_buf b = {0};
-	prom_escape(&b, "a\"b\\c\nd\te\x7f" "f");
+	prom_escape(&b, "a\"b\\c\nd\te\x7f"
+			"f");
 	assert_string_equal(b.data, "a\\\"b\\\\c\\nd?e?f");
 	prom_buf_free(&b);
 	/* a hostile value cannot close the label and add one of its own */
@@ -30,8 +31,8 @@ static void
 test_histogram(void **state)
 {
 	struct prom_hist h = {0};
-	prom_hist_observe(&h, 3000);      /* 0.003 s: first bucket */
-	prom_hist_observe(&h, 10000);     /* 0.01 s: le="0.01" (inclusive) */
+	prom_hist_observe(&h, 3000);	  /* 0.003 s: first bucket */
+	prom_hist_observe(&h, 10000);	  /* 0.01 s: le="0.01" (inclusive) */
 	prom_hist_observe(&h, 200000000); /* 200 s: above every bucket */
 	struct prom_buf b = {0};
 	prom_hist_write(&b, "t_seconds", "backend=\"gvisor\"", &h);

@@ -129,7 +129,8 @@ run_child(const struct seccomp_policy *p, enum probe what)
 			syscall(SYS_open, "/dev/null", O_RDONLY | O_CLOEXEC);
 			break;
 		case P_OPENAT_RDONLY:
-			syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+			syscall(SYS_openat, AT_FDCWD, "/dev/null",
+				O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
 			break;
 		case P_OPEN_WRONLY:
 			syscall(SYS_open, "/dev/null", O_WRONLY);

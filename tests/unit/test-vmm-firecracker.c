@@ -179,31 +179,27 @@ jget(const struct jdoc *d, const char *path)
 struct field {
 	const char *path;
 	char kind;
-	bool required;     /* when its parent is there */
+	bool required;	   /* when its parent is there */
 	const char *enums; /* "|A|B|" or NULL */
 };
 
-static const struct field vm_schema[] = {
-	{"state", 's', true, "|Paused|Resumed|"},
-	{}};
-static const struct field create_schema[] = {
-	{"mem_file_path", 's', true, NULL},
-	{"snapshot_path", 's', true, NULL},
-	{"snapshot_type", 's', false, "|Full|Diff|"},
-	{}};
-static const struct field load_schema[] = {
-	{"snapshot_path", 's', true, NULL},
-	{"mem_file_path", 's', false, NULL},
-	{"mem_backend", 'o', false, NULL},
-	{"mem_backend.backend_type", 's', true, "|File|Uffd|"},
-	{"mem_backend.backend_path", 's', true, NULL},
-	{"enable_diff_snapshots", 'b', false, NULL},
-	{"track_dirty_pages", 'b', false, NULL},
-	{"resume_vm", 'b', false, NULL},
-	{"vsock_override", 'o', false, NULL},
-	{"vsock_override.uds_path", 's', true, NULL},
-	{"clock_realtime", 'b', false, NULL},
-	{}};
+static const struct field vm_schema[] = {{"state", 's', true, "|Paused|Resumed|"}, {}};
+static const struct field create_schema[] = {{"mem_file_path", 's', true, NULL},
+					     {"snapshot_path", 's', true, NULL},
+					     {"snapshot_type", 's', false, "|Full|Diff|"},
+					     {}};
+static const struct field load_schema[] = {{"snapshot_path", 's', true, NULL},
+					   {"mem_file_path", 's', false, NULL},
+					   {"mem_backend", 'o', false, NULL},
+					   {"mem_backend.backend_type", 's', true, "|File|Uffd|"},
+					   {"mem_backend.backend_path", 's', true, NULL},
+					   {"enable_diff_snapshots", 'b', false, NULL},
+					   {"track_dirty_pages", 'b', false, NULL},
+					   {"resume_vm", 'b', false, NULL},
+					   {"vsock_override", 'o', false, NULL},
+					   {"vsock_override.uds_path", 's', true, NULL},
+					   {"clock_realtime", 'b', false, NULL},
+					   {}};
 static const struct field config_schema[] = {
 	{"boot-source", 'o', false, NULL},
 	{"boot-source.kernel_image_path", 's', true, NULL},
@@ -245,7 +241,8 @@ schema_check(const struct jdoc *d, const struct field *schema, char *why, size_t
 		char e[300];
 		snprintf(e, sizeof e, "|%s|", d->v[i].text);
 		if (f->enums && !strstr(f->enums, e))
-			return snprintf(why, size, "%s: %s not in %s", f->path, d->v[i].text, f->enums),
+			return snprintf(why, size, "%s: %s not in %s", f->path, d->v[i].text,
+					f->enums),
 			       why;
 	}
 	for (const struct field *f = schema; f->path; f++) {
@@ -274,7 +271,7 @@ struct server {
 	/* what to answer */
 	int status;
 	const char *reply_body;
-	char why[200]; /* a schema violation: answered 400 too */
+	char why[200];		/* a schema violation: answered 400 too */
 	const char *state_link; /* a hostile VMM: its state file is a symlink to this */
 };
 
@@ -361,7 +358,8 @@ serve_one(struct server *s, int c)
 				"Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
 				status, strlen(body), body)
 		     : snprintf(reply, sizeof reply,
-				"HTTP/1.1 %d No Content\r\nServer: Firecracker API\r\n\r\n", status);
+				"HTTP/1.1 %d No Content\r\nServer: Firecracker API\r\n\r\n",
+				status);
 	if (write(c, reply, (size_t)n) < 0)
 		return;
 }
@@ -581,7 +579,8 @@ test_schema_checker_refuses(void **state)
 	assert_non_null(schema_check(&d, vm_schema, why, sizeof why));
 	assert_true(jdoc_parse("{\"snapshot_path\": \"/a\"}", &d));
 	assert_non_null(schema_check(&d, create_schema, why, sizeof why));
-	assert_true(jdoc_parse("{\"snapshot_path\": \"/a\", \"mem_backend\": {\"backend_path\": \"/b\"}}", &d));
+	assert_true(jdoc_parse(
+		"{\"snapshot_path\": \"/a\", \"mem_backend\": {\"backend_path\": \"/b\"}}", &d));
 	assert_non_null(schema_check(&d, load_schema, why, sizeof why));
 	assert_false(jdoc_parse("{\"state\": \"Paused\",}", &d));
 	assert_false(jdoc_parse("{\"a\": 1, \"a\": 2}", &d));
