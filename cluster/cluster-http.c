@@ -367,6 +367,9 @@ forward(struct front_create *f, const struct candidate *to)
 		return -ENOMEM;
 	}
 	evhttp_connection_set_timeout(fw->conn, FORWARD_TIMEOUT_S);
+	/* a peer's answer is bounded while it is read, not after evhttp buffered all of it */
+	evhttp_connection_set_max_body_size(fw->conn, PEER_ANSWER_MAX);
+	evhttp_connection_set_max_headers_size(fw->conn, 8192);
 	struct evkeyvalq *h = evhttp_request_get_output_headers(r);
 	evhttp_add_header(h, "Host", to->addr);
 	evhttp_add_header(h, "Content-Type", "application/json");

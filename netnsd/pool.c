@@ -98,8 +98,20 @@ slot_scrub(struct pool *p, struct slot *s, int nl)
 	return r < 0 ? r : slot_configure_inside(p, s, nl);
 }
 
+/* Undo what a failed slot_build made: its namespace fd and its host veth (the peer goes with
+ * it), so a failure leaks nothing however often it is tried. */
+static void
+slot_build_undo(struct pool *p, struct slot *s)
+{
+	int idx = (int)if_nametoindex(s->host_ifname);
+	if (idx)
+		nl_link_del(p->host_nl, idx);
+	s->nsfd = safe_close(s->nsfd);
+	s->host_ifindex = 0;
+}
+
 static int
-slot_build(struct pool *p, struct slot *s)
+slot_build_once(struct pool *p, struct slot *s)
 {
 	if (unshare(CLONE_NEWNET) < 0)
 		return log_error_errno(-errno, "unshare(CLONE_NEWNET): %m");
@@ -131,6 +143,15 @@ slot_build(struct pool *p, struct slot *s)
 	return 0;
 }
 
+static int
+slot_build(struct pool *p, struct slot *s)
+{
+	int r = slot_build_once(p, s);
+	if (r < 0)
+		slot_build_undo(p, s);
+	return r;
+}
+
 static unsigned
 claimed_count(struct pool *p)
 {
@@ -146,7 +167,8 @@ static bool
 slot_owed(struct pool *p, struct slot *s)
 {
 	const struct adoption *a = p->cfg.adopt;
-	return !s->built && a && s->index < a->n_claimed && a->claimed[s->index];
+	return !s->built && !s->build_failed && a && s->index < a->n_claimed &&
+	       a->claimed[s->index];
 }
 
 /* The next slot to build: one owed to the supervisor first, else the lowest unbuilt one while
@@ -181,7 +203,8 @@ build_some(evutil_socket_t fd, short what, void *arg)
 				p->cfg.policy.min = p->built;
 			if (!owed)
 				break;
-			continue; /* an owed slot that cannot be built stays unbuilt */
+			s->build_failed = true; /* stays unbuilt: next_to_build moves on */
+			continue;
 		}
 		/* claimed before the restart: the supervisor still holds it and releases it */
 		if (owed)

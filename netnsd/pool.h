@@ -13,8 +13,9 @@ struct slot {
 	int nsfd;
 	ino_t ns_ino;
 	bool built, claimed;
-	bool quarantined; /* claimed before a restart, no runtime: until the supervisor releases it
-			   * or its re-sync is over (pool_quarantine_end) */
+	bool build_failed; /* an owed slot that could not be rebuilt: never tried again */
+	bool quarantined;  /* claimed before a restart, no runtime: until the supervisor releases it
+			    * or its re-sync is over (pool_quarantine_end) */
 	uint64_t free_since_us; /* built or released then: a dynamic pool takes idle ones down */
 	uint32_t host_addr, sandbox_addr; /* network order */
 	char host_ifname[16];

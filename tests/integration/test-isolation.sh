@@ -113,9 +113,20 @@ dropped "the world -> sandbox a" world "$a_addr" 9000
 # rules' drops (not a listener, a route or the test's plumbing).
 expect "Warren's nftables table is there" nft list table inet "$NFT_TABLE" >/dev/null
 nft delete table inet "$NFT_TABLE"
-reaches "without the rules: sandbox a -> sandbox b" "$a_ns" "$b_addr" 9000
+# Another Warren on this host (scripts/run.sh's) that turned forwarding on itself forwards only
+# its outbound slots' flows ("iifgroup != ... drop" in its table): the forwarded paths' control
+# is then its rules' answer, not ours, and is left out; the CI machine runs no other Warren.
+other_restricts=false
+for t in $(nft list tables inet 2>/dev/null | awk '{print $3}'); do
+	nft list chain inet "$t" forward 2>/dev/null | grep -q '^\s*iifgroup != ' && other_restricts=true
+done
 reaches "without the rules: sandbox a -> the host service" "$a_ns" "$a_gw" 9100
-reaches "without the rules: the world -> sandbox a" world "$a_addr" 9000
-# (sandbox -> world without the rules has no masquerade; the world routes 10.x back via the
-# host, so it connects too)
-reaches "without the rules: sandbox a -> the world" "$a_ns" 10.250.$K.2 9200
+if $other_restricts; then
+	log "another Warren's table restricts forwarding on this host: forwarded paths not controlled"
+else
+	reaches "without the rules: sandbox a -> sandbox b" "$a_ns" "$b_addr" 9000
+	reaches "without the rules: the world -> sandbox a" world "$a_addr" 9000
+	# (sandbox -> world without the rules has no masquerade; the world routes 10.x back via
+	# the host, so it connects too)
+	reaches "without the rules: sandbox a -> the world" "$a_ns" 10.250.$K.2 9200
+fi
