@@ -35,16 +35,19 @@ paths(struct snapshotd *s, char *swap, char *saved, size_t size)
 	snprintf(saved, size, "%s/zswap.saved", s->reclaim_dir);
 }
 
+/* Whether the file is an active swap area. Not by its name in /proc/swaps: that name is the path
+ * in the mount namespace of whoever called swapon, and snapshotd runs in a private one (its
+ * unit's ReadWritePaths bind mount), so after a restart the list names the file "/swapfile"
+ * and a lookup by path misses it (the next set-up then failed with ETXTBSY rewriting it). The
+ * kernel refuses fallocate() on an active swap file with ETXTBSY; on any other file of ours
+ * (written in full, no holes) one byte at offset 0 is already allocated and nothing changes. */
 static bool
 swap_active(const char *path)
 {
-	_cleanup_free_ char *swaps = NULL;
-	if (file_read_all("/proc/swaps", &swaps, NULL) < 0)
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return false;
-	for (char *line = swaps; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-		if (!strncmp(line, path, strlen(path)) && line[strlen(path)] == ' ')
-			return true;
-	return false;
+	return fallocate(fd, 0, 0, 1) < 0 && errno == ETXTBSY;
 }
 
 /* A swap file is a header page (the format mkswap writes) and no holes. */

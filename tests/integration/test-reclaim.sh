@@ -23,9 +23,19 @@ restore() {
 trap 'rc=$?; restore; cleanup $rc' EXIT
 start_bus
 start_netnsd
-daemon snapshotd "$LIBEXEC/warren-snapshotd" --socket "$T/snapshotd.sock" --peer-users warren \
-	--store "$T/images" --reclaim-dir "$RD" --cgroup-parent "$CGROUP_PARENT"
-wait_for 10 test -S "$T/snapshotd.sock"
+# snapshotd in a mount namespace of its own with its reclaim dir bound onto itself, as
+# warren-launch and systemd run it (ReadWritePaths=): the kernel then names an active swap file
+# by its path in that namespace, which a restarted snapshotd (a new namespace) cannot see
+mkdir -p "$RD"
+start_snapshotd_private() {
+	rm -f "$T/snapshotd.sock"
+	daemon snapshotd unshare --mount --propagation private -- sh -c \
+		'mount --bind "$1" "$1" && shift && exec "$@"' sh "$RD" \
+		"$LIBEXEC/warren-snapshotd" --socket "$T/snapshotd.sock" --peer-users warren \
+		--store "$T/images" --reclaim-dir "$RD" --cgroup-parent "$CGROUP_PARENT"
+	wait_for 10 test -S "$T/snapshotd.sock"
+}
+start_snapshotd_private
 start_gateway
 start_supervisor
 out=$(mgr SetupReclaim tbsu $((256 << 20)) true "" 25)
@@ -35,6 +45,14 @@ expect "zswap enabled" test "$(cat $ZS/enabled)" = Y
 expect "max_pool_percent set" test "$(cat $ZS/max_pool_percent)" = 25
 out2=$(mgr SetupReclaim tbsu $((256 << 20)) true "" 25)
 expect "set-up again is a no-op" test "$(grep -c "$RD/swapfile" /proc/swaps)" = 1
+swaps_now=$(tail -n +2 /proc/swaps | wc -l)
+kill -9 "$PID_snapshotd"
+wait "$PID_snapshotd" 2>/dev/null || true
+start_snapshotd_private
+expect "snapshotd reconnected" wait_for 10 helpers_up
+expect "set-up after a snapshotd restart keeps the active swap file ($(mgr SetupReclaim tbsu $((256 << 20)) true "" 25 2>&1))" \
+	mgr SetupReclaim tbsu $((256 << 20)) true "" 25
+expect "no second swap area" test "$(tail -n +2 /proc/swaps | wc -l)" = "$swaps_now"
 expect "SwapBytes property" test "$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager SwapBytes | cut -d" " -f2)" -gt $((250 << 20))
 expect "warrenctl status shows zswap" sh -c "warrenctl status | grep -q 'zswap on'"
 
