@@ -176,14 +176,35 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(dc->base);
 }
 
+/* The keep-alive is sent from the loop itself, so a daemon stuck in a handler (or spinning
+ * outside the loop) stops sending and systemd restarts it (WatchdogSec=, Restart=on-failure),
+ * where the helpers' re-adoption takes over. Half the interval, as sd_watchdog_enabled(3) says. */
+static void
+on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	notify_send("WATCHDOG=1");
+}
+
 int
 daemon_run(struct daemon_common *dc)
 {
 	struct event *term = evsignal_new(dc->base, SIGTERM, on_signal, dc);
 	struct event *intr = evsignal_new(dc->base, SIGINT, on_signal, dc);
+	struct event *dog = NULL;
 	event_add(term, NULL);
 	event_add(intr, NULL);
+	uint64_t usec = notify_watchdog_usec();
+	if (usec) {
+		dog = event_new(dc->base, -1, EV_PERSIST, on_watchdog, dc);
+		struct timeval tv = {(time_t)(usec / 2 / 1000000), (suseconds_t)(usec / 2 % 1000000)};
+		if (!dog || event_add(dog, &tv) < 0)
+			log_warning("Cannot arm the watchdog timer: systemd will restart this daemon");
+		else
+			notify_send("WATCHDOG=1");
+	}
 	int r = event_base_dispatch(dc->base);
+	if (dog)
+		event_free(dog);
 	event_free(term);
 	event_free(intr);
 	return r < 0 ? -EIO : 0;

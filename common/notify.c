@@ -1,9 +1,11 @@
-/* The two pieces of the systemd protocol a helper needs: READY=1/STOPPING=1 on NOTIFY_SOCKET,
- * and LISTEN_FDS. The supervisor links libsystemd for sd-bus; the helpers stay without it. */
+/* The pieces of the systemd protocol a daemon needs: READY=1/STOPPING=1/WATCHDOG=1 on
+ * NOTIFY_SOCKET, WATCHDOG_USEC, and LISTEN_FDS. The supervisor links libsystemd for sd-bus; the
+ * helpers stay without it. */
 #include "notify.h"
 #include "macro.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -45,4 +47,21 @@ notify_listen_fd(void)
 	fcntl(3, F_SETFD, FD_CLOEXEC);
 	fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK);
 	return 3;
+}
+
+uint64_t
+notify_watchdog_usec(void)
+{
+	const char *usec = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
+	if (!usec || !*usec)
+		return 0;
+	/* a watchdog meant for the process that started us (a wrapper that execs is the same pid) */
+	if (pid && *pid && atol(pid) != (long)getpid())
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(usec, &end, 10);
+	if (errno || *end || v == 0 || v > UINT64_MAX / 2)
+		return 0;
+	return (uint64_t)v;
 }
