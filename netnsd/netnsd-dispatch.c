@@ -458,6 +458,21 @@ handle_list(struct ipc_call *call, void *ud)
 	return r;
 }
 
+/* Only the sandbox's own slot, only while netnsd runs that sandbox in it: the fd is the one the
+ * claim handed out, nothing a claimant could not have kept. */
+static int
+handle_slot_namespace(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const Warren__V1__SlotNamespaceRequest *q = call->req->slot_namespace;
+	struct netnsd_sandbox *sb = sandbox_id_valid(q->id) ? sandbox_find(n, q->id) : NULL;
+	struct slot *s = pool_slot(n->pool, q->slot);
+	if (!sb || sb->slot != q->slot || !s || !s->claimed || s->nsfd < 0)
+		return ipc_call_error(call, -ENOENT, "no such sandbox in slot %u", q->slot);
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	return ipc_call_reply(call, &resp, &s->nsfd, 1);
+}
+
 static int
 handle_freeze(struct ipc_call *call, void *ud)
 {
@@ -597,6 +612,7 @@ const struct ipc_handler netnsd_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_EXEC, 0, IPC_NEEDS_READY, handle_exec},
 	{WARREN__V1__REQUEST__BODY_LIST_SANDBOXES, 0, 0, handle_list},
 	{WARREN__V1__REQUEST__BODY_FREEZE_SANDBOX, 0, IPC_NEEDS_READY, handle_freeze},
+	{WARREN__V1__REQUEST__BODY_SLOT_NAMESPACE, 0, IPC_NEEDS_READY, handle_slot_namespace},
 	{WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX, 1, IPC_NEEDS_READY, handle_checkpoint},
 	{WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX, 2, IPC_NEEDS_READY, handle_restore},
 	{WARREN__V1__REQUEST__BODY_CHECK_ROOTFS, 0, 0, handle_check_rootfs},

@@ -104,6 +104,16 @@ netnsd_client_list_sandboxes(Warren__V1__ListSandboxesRequest *q, unsigned timeo
 }
 
 int
+netnsd_client_slot_namespace(Warren__V1__SlotNamespaceRequest *q, unsigned timeout_ms,
+			     ipc_reply_fn cb, void *ud)
+{
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_SLOT_NAMESPACE;
+	req.slot_namespace = q;
+	return helper_call(HELPER_NETNSD, &req, NULL, 0, timeout_ms, cb, ud);
+}
+
+int
 netnsd_client_checkpoint_sandbox(Warren__V1__CheckpointSandboxRequest *q, const int *fds,
 				 size_t n_fds, unsigned timeout_ms, ipc_reply_fn cb, void *ud)
 {

@@ -21,6 +21,8 @@ int netnsd_client_claim_slot(Warren__V1__ClaimSlotRequest *q, unsigned timeout_m
 			     void *ud);
 int netnsd_client_freeze_sandbox(Warren__V1__FreezeSandboxRequest *q, unsigned timeout_ms,
 				 ipc_reply_fn cb, void *ud);
+int netnsd_client_slot_namespace(Warren__V1__SlotNamespaceRequest *q, unsigned timeout_ms,
+				 ipc_reply_fn cb, void *ud);
 int netnsd_client_list_sandboxes(Warren__V1__ListSandboxesRequest *q, unsigned timeout_ms,
 				 ipc_reply_fn cb, void *ud);
 int netnsd_client_checkpoint_sandbox(Warren__V1__CheckpointSandboxRequest *q, const int *fds,

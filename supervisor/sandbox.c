@@ -856,6 +856,49 @@ sandboxes_load(struct supervisor *s)
 	closedir(d);
 }
 
+struct namespace_ask {
+	char id[SANDBOX_ID_LEN + 1];
+	int slot;
+};
+
+static void
+slot_namespace_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct namespace_ask *a = ud;
+	struct sandbox *sb = sandbox_find(sup, a->id);
+	if (r < 0 || n_fds != 1)
+		log_warning_errno(r < 0 ? r : -EPROTO,
+				  "Sandbox %s: netnsd did not give back its namespace (%s): it cannot "
+				  "be snapshotted",
+				  a->id, helper_message(resp, "no answer"));
+	else if (sb && sb->slot == a->slot && sb->nsfd < 0 && sb->state != SANDBOX_DESTROYING) {
+		sb->nsfd = fds[0];
+		fds[0] = -1;
+	}
+	ipc_close_fds(fds, n_fds);
+	free(a);
+}
+
+/* The fd of the namespace a claim gave: a restarted supervisor asks netnsd for it again, so a
+ * re-adopted sandbox can still be snapshotted (a gVisor checkpoint ends the runtime, and its
+ * restore into the same slot must show the slot's namespace). */
+static void
+namespace_reopen(struct sandbox *sb)
+{
+	if (sb->nsfd >= 0 || sb->slot < 0)
+		return;
+	struct namespace_ask *a = calloc(1, sizeof *a);
+	if (!a)
+		return;
+	snprintf(a->id, sizeof a->id, "%s", sb->id);
+	a->slot = sb->slot;
+	Warren__V1__SlotNamespaceRequest q = WARREN__V1__SLOT_NAMESPACE_REQUEST__INIT;
+	q.id = sb->id;
+	q.slot = (uint32_t)sb->slot;
+	if (netnsd_client_slot_namespace(&q, 10000, slot_namespace_done, a) < 0)
+		free(a);
+}
+
 static void
 reconcile_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
@@ -891,6 +934,7 @@ reconcile_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 			log_info("Re-adopted sandbox %s (%s)", sb->id,
 				 sandbox_state_to_string(sb->state));
 			route_push(sb, NULL, NULL);
+			namespace_reopen(sb);
 		} else if (sb->state == SANDBOX_STARTING || sb->state == SANDBOX_RUNNING ||
 			   sb->state == SANDBOX_FROZEN) {
 			sb->runtime_alive = info != NULL;

@@ -8,6 +8,8 @@
  *   ipc-poke SOCKET reclaim ID
  *   ipc-poke SOCKET claim-hold [outbound]   (prints "slot address gateway pid fd", holds)
  *   ipc-poke SOCKET checkpoint ID DIR       (netnsd: checkpoint sandbox ID into DIR's fd)
+ *   ipc-poke SOCKET slot-ns ID SLOT         (netnsd: prints "ns INODE" of the fd it gives back,
+ *                                            or "error ERRNO MESSAGE")
  * With IPC_POKE_USER=NAME in the environment (started as root), DIR is opened first and the
  * peer then becomes NAME: a supervisor holding a directory of snapshotd's store, which it can
  * get by asking snapshotd (OpenImage, PrepareImage).
@@ -242,6 +244,29 @@ main(int argc, char **argv)
 		req.reclaim = &rq;
 		ipc_send(fd, &req.base, NULL, 0);
 		return report(fd);
+	}
+	if (!strcmp(mode, "slot-ns") && argc >= 5) {
+		Warren__V1__SlotNamespaceRequest sq = WARREN__V1__SLOT_NAMESPACE_REQUEST__INIT;
+		sq.id = argv[3];
+		sq.slot = (uint32_t)strtoul(argv[4], NULL, 0);
+		req.body_case = WARREN__V1__REQUEST__BODY_SLOT_NAMESPACE;
+		req.slot_namespace = &sq;
+		ipc_send(fd, &req.base, NULL, 0);
+		IpcResponse *resp = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n = 0;
+		int r = await(fd, &resp, fds, &n);
+		struct stat st;
+		if (r < 0 || resp->error) {
+			printf("error %d %s\n", r < 0 ? r : resp->error, r < 0 ? strerror(-r) : resp->message);
+			return 1;
+		}
+		if (n != 1 || fstat(fds[0], &st) < 0) {
+			printf("error no fd\n");
+			return 1;
+		}
+		printf("ns %llu\n", (unsigned long long)st.st_ino);
+		return 0;
 	}
 	if (!strcmp(mode, "claim-hold")) {
 		Warren__V1__ClaimSlotRequest cs = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;

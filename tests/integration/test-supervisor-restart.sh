@@ -23,6 +23,33 @@ expect "b's processes are dead" wait_for 10 sh -c "[ -z \"\$(cat /sys/fs/cgroup/
 start_supervisor
 expect "a is re-adopted and running" wait_for 10 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$a org.warren.Warren1.Sandbox State)\" = 's \"running\"' ]"
 expect "a still answers" sh -c "curl -fsS --max-time 10 $(sb_url "$a") | grep -q Hello"
+# the new supervisor got a's namespace fd back from netnsd (a gVisor checkpoint ends the
+# runtime and its restore into a's slot must show that fd): a can be snapshotted, goes on after
+# it, and the tag forks
+out=$(call "/org/warren/Warren1/sandbox/$a" org.warren.Warren1.Sandbox Snapshot s readopted 2>&1) ||
+	fail "Snapshot of the re-adopted sandbox: $out"
+log "Snapshot of the re-adopted sandbox: $out"
+expect "a answers after its snapshot" wait_for 20 sh -c "curl -fsS --max-time 5 $(sb_url "$a") | grep -q Hello"
+child=$(mgr ForkTag su readopted 1 | grep -o '"[0-9a-f]\{12\}"' | tr -d '"')
+expect "a child of that tag answers" wait_for 30 sh -c "curl -fsS --max-time 5 $(sb_url "$child") | grep -q Hello"
+call "/org/warren/Warren1/sandbox/$child" org.warren.Warren1.Sandbox Destroy >/dev/null
+# netnsd gives the fd only for the slot the named sandbox runs in (a hostile peer as warren)
+slot=$(sed -n "s/^slot=//p" "$T/state/sandboxes/$a")
+# runsc's sandbox process (the sentry) is the one in the slot's namespace, not its gofer
+pid_a=$(for p in $(cat /sys/fs/cgroup/pids"$CGROUP_PARENT/$a"/cgroup.procs); do
+	grep -qa "^runsc-sandbox" /proc/"$p"/cmdline && echo "$p"; done 2>/dev/null | head -1 || true)
+poke_ns() { setpriv --reuid=warren --regid=warren --init-groups "$POKE" "$T/netnsd.sock" slot-ns "$@" 2>&1 || true; }
+expect "a's slot ($slot) and a process ($pid_a) are known" test -n "$slot" -a -n "$pid_a"
+if :; then
+	out=$(poke_ns "$a" "$slot")
+	expect "the right id and slot give a's namespace ($out)" test "$out" = "ns $(stat -L -c %i /proc/"$pid_a"/ns/net)"
+	out=$(poke_ns "$a" $((slot + 1)))
+	expect "another slot is refused ($out)" grep -q "^error -2 " <<<"$out"
+	out=$(poke_ns ../../x "$slot")
+	expect "a malformed id is refused ($out)" grep -q "^error -2 " <<<"$out"
+	out=$(poke_ns ffffffffffff "$slot")
+	expect "an unknown id is refused ($out)" grep -q "^error -2 " <<<"$out"
+fi
 expect "b is failed" wait_for 10 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$b org.warren.Warren1.Sandbox State)\" = 's \"failed\"' ]"
 log "b: $(sbprop "$b" Reason)"
 expect "b's slot went back" wait_for 10 sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager PoolFree | grep -qx 'u 5'"
