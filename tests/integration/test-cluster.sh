@@ -6,7 +6,8 @@
 # second sandbox; concurrent creates fill the cluster exactly and the one too many is refused
 # ClusterFull at once; an etcd follower killed changes nothing; a host killed with kill -9 (all
 # of its daemons) has its sandboxes reported lost once its lease lapses and creates go
-# elsewhere, and it registers again when it comes back. Then what a hostile HTTP client meets:
+# elsewhere, and it registers again when it comes back; a host cut off from etcd refuses
+# creates, serves what it runs and comes back with it. Then what a hostile HTTP client meets:
 # no key or a wrong one is 401, bad bodies are 400 and never reach etcd or D-Bus.
 source "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { log "SKIP: no etcd (Debian etcd-server)"; exit 77; }
@@ -262,6 +263,35 @@ not_lost() { fd 1 GET /v1/sandboxes >/dev/null &&
 	[ "$(jq_ 1 "sum(1 for s in d['sandboxes'] if s['state']=='lost')")" = 0 ]; }
 expect "h3's old sandboxes are no longer reported lost" wait_for 60 not_lost
 log "after h3's return: $(jq_ 1 "[(s['host'], s['state']) for s in d['sandboxes'] if s['id'] in '$H3_IDS'.split()]")"
+
+# --- a host cut off from etcd (its link to the others down, its own front door and gateway
+# still reached from inside it): it refuses creates, keeps serving what it runs, drops out of
+# the others' view, and comes back into it with its sandboxes when the link returns ---
+H2_ID=$(fd 2 GET /v1/sandboxes >/dev/null; jq_ 2 "[s['id'] for s in d['sandboxes'] if s['host']=='h2'][0]")
+ip -n "$(ns_name net)" link set vh2 down
+cut_off() {
+	[ "$(fd 2 POST /v1/sandboxes '{"template":"web","request_id":"while-cut-off"}')" = 503 ] &&
+		grep -q '"error":"ClusterUnavailable"' "$TM/body.2"
+}
+expect "h2 cut off from etcd refuses creates: 503 ClusterUnavailable" wait_for 60 cut_off
+expect "h2 still serves its sandbox $H2_ID while cut off" answers 2 "$H2_ID"
+two_hosts() { [ "$(hosts_in 1)" = "h1 h3" ]; }
+expect "h1 sees h2 gone once its lease lapsed" wait_for 60 two_hosts
+h2_lost() { fd 1 GET /v1/sandboxes >/dev/null &&
+	[ "$(jq_ 1 "[s['state'] for s in d['sandboxes'] if s['id']=='$H2_ID'][0]")" = lost ]; }
+expect "and lists h2's sandbox lost" wait_for 30 h2_lost
+ip -n "$(ns_name net)" link set vh2 up
+expect "h2 registers again when its link returns" wait_for 60 three_hosts 1
+back() {
+	st=$(fd 2 POST /v1/sandboxes '{"template":"web","request_id":"after-cut-off"}')
+	# placed (201), or placed nowhere because the cluster is full: either way not cut off
+	[ "$st" = 201 ] || { [ "$st" = 503 ] && grep -q '"error":"ClusterFull"' "$TM/body.2"; }
+}
+expect "h2 accepts creates again" wait_for 60 back
+h2_listed() { fd 1 GET /v1/sandboxes >/dev/null &&
+	[ "$(jq_ 1 "[s['state'] for s in d['sandboxes'] if s['id']=='$H2_ID'][0]")" != lost ]; }
+expect "its sandbox is listed again, not lost" wait_for 60 h2_listed
+expect "and still answers" answers 2 "$H2_ID"
 
 # --- a hostile client ---
 expect "no key: 401" test "$(in_ns h1 curl -s -o /dev/null -w '%{http_code}' \
