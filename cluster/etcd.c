@@ -139,11 +139,22 @@ post_one(const char *host, const char *path, const char *body, int timeout_ms, c
 		return -EBADMSG;
 	if (status != 200) {
 		log_debug("etcd %s %s: HTTP %d: %.200s", host, path, status, b + 4);
-		return status == 404 ? -ENOENT : -EPROTO;
+		/* 5xx: the member is up but cannot serve now (no leader, leader changed, its
+		 * request timed out): worth asking again, unlike a refusal */
+		return status == 404 ? -ENOENT : status >= 500 ? -EAGAIN : -EPROTO;
 	}
 	*out = strdup(b + 4);
 	return *out ? 0 : -ENOMEM;
 }
+
+/* An election after the leader's death takes etcd about a second (its default election timeout
+ * is 1 s, longer on a loaded host): for that long every member answers 5xx at once. A call goes
+ * round the members again until this budget is spent, so losing the leader is not seen by a create;
+ * a host cut off from every member gives up after one round, as before. Every call here is
+ * idempotent or a transaction on create_revision == 0, which a second attempt cannot apply twice.
+ */
+#define ELECTION_BUDGET_MS 6000
+#define ROUND_PAUSE_MS 100
 
 /* POST to the current endpoint, then to the others: an answer from any member will do (the
  * gateway forwards to the leader; range reads are linearizable by default) */
@@ -155,20 +166,25 @@ post(struct etcd *e, const char *path, json_t *body, json_t **answer)
 	if (!text)
 		return -ENOMEM;
 	int r = -EHOSTUNREACH;
-	for (size_t i = 0; i < e->n; i++) {
-		size_t at = (e->current + i) % e->n;
-		_cleanup_free_ char *out = NULL;
-		r = post_one(e->hosts[at], path, text, e->timeout_ms, &out);
-		if (r == -EPROTO || r == -ENOENT)
-			return r; /* etcd answered: a refusal, not an outage */
-		if (r < 0)
-			continue;
-		e->current = at;
-		json_error_t err;
-		*answer = json_loads(out, JSON_DISABLE_EOF_CHECK, &err);
-		return *answer ? 0 : -EBADMSG;
+	int64_t give_up = mono_ms() + ELECTION_BUDGET_MS;
+	for (;;) {
+		for (size_t i = 0; i < e->n; i++) {
+			size_t at = (e->current + i) % e->n;
+			_cleanup_free_ char *out = NULL;
+			r = post_one(e->hosts[at], path, text, e->timeout_ms, &out);
+			if (r == -EPROTO || r == -ENOENT)
+				return r; /* etcd answered: a refusal, not an outage */
+			if (r < 0)
+				continue;
+			e->current = at;
+			json_error_t err;
+			*answer = json_loads(out, JSON_DISABLE_EOF_CHECK, &err);
+			return *answer ? 0 : -EBADMSG;
+		}
+		if (mono_ms() + ROUND_PAUSE_MS >= give_up)
+			return r;
+		nanosleep(&(struct timespec){0, ROUND_PAUSE_MS * 1000000L}, NULL);
 	}
-	return r;
 }
 
 static char *

@@ -196,9 +196,11 @@ daemon_run(struct daemon_common *dc)
 	uint64_t usec = notify_watchdog_usec();
 	if (usec) {
 		dog = event_new(dc->base, -1, EV_PERSIST, on_watchdog, dc);
-		struct timeval tv = {(time_t)(usec / 2 / 1000000), (suseconds_t)(usec / 2 % 1000000)};
+		struct timeval tv = {(time_t)(usec / 2 / 1000000),
+				     (suseconds_t)(usec / 2 % 1000000)};
 		if (!dog || event_add(dog, &tv) < 0)
-			log_warning("Cannot arm the watchdog timer: systemd will restart this daemon");
+			log_warning(
+				"Cannot arm the watchdog timer: systemd will restart this daemon");
 		else
 			notify_send("WATCHDOG=1");
 	}

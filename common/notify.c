@@ -55,7 +55,8 @@ notify_watchdog_usec(void)
 	const char *usec = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
 	if (!usec || !*usec)
 		return 0;
-	/* a watchdog meant for the process that started us (a wrapper that execs is the same pid) */
+	/* a watchdog meant for the process that started us (a wrapper that execs is the same pid)
+	 */
 	if (pid && *pid && atol(pid) != (long)getpid())
 		return 0;
 	char *end;

@@ -867,10 +867,11 @@ slot_namespace_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void
 	struct namespace_ask *a = ud;
 	struct sandbox *sb = sandbox_find(sup, a->id);
 	if (r < 0 || n_fds != 1)
-		log_warning_errno(r < 0 ? r : -EPROTO,
-				  "Sandbox %s: netnsd did not give back its namespace (%s): it cannot "
-				  "be snapshotted",
-				  a->id, helper_message(resp, "no answer"));
+		log_warning_errno(
+			r < 0 ? r : -EPROTO,
+			"Sandbox %s: netnsd did not give back its namespace (%s): it cannot "
+			"be snapshotted",
+			a->id, helper_message(resp, "no answer"));
 	else if (sb && sb->slot == a->slot && sb->nsfd < 0 && sb->state != SANDBOX_DESTROYING) {
 		sb->nsfd = fds[0];
 		fds[0] = -1;

@@ -258,7 +258,8 @@ main(int argc, char **argv)
 		int r = await(fd, &resp, fds, &n);
 		struct stat st;
 		if (r < 0 || resp->error) {
-			printf("error %d %s\n", r < 0 ? r : resp->error, r < 0 ? strerror(-r) : resp->message);
+			printf("error %d %s\n", r < 0 ? r : resp->error,
+			       r < 0 ? strerror(-r) : resp->message);
 			return 1;
 		}
 		if (n != 1 || fstat(fds[0], &st) < 0) {
