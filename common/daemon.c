@@ -183,7 +183,16 @@ daemon_run(struct daemon_common *dc)
 	struct event *intr = evsignal_new(dc->base, SIGINT, on_signal, dc);
 	event_add(term, NULL);
 	event_add(intr, NULL);
-	int r = event_base_dispatch(dc->base);
+	/* event_base_dispatch, with the prologue run before each wait: EVLOOP_ONCE returns once
+	 * every active callback has run */
+	int r;
+	for (;;) {
+		if (dc->loop_prologue)
+			dc->loop_prologue(dc->loop_prologue_data);
+		r = event_base_loop(dc->base, EVLOOP_ONCE);
+		if (r != 0 || event_base_got_break(dc->base) || event_base_got_exit(dc->base))
+			break;
+	}
 	event_free(term);
 	event_free(intr);
 	return r < 0 ? -EIO : 0;

@@ -3,6 +3,7 @@
  * name, locks itself down (no capabilities, seccomp) and runs. */
 #include "agent-token.h"
 #include "bus-errors.h"
+#include "bus-event.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -221,7 +222,8 @@ main(int argc, char **argv)
 	if (r < 0)
 		return log_error_errno(r, "Cannot own %s (D-Bus policy installed?): %m", BUS_NAME),
 		       1;
-	bus_attach_event(s.bus, s.dc.base);
+	if ((r = bus_event_attach(s.bus, &s.dc, NULL)) < 0)
+		return log_error_errno(r, "D-Bus on the event loop: %m"), 1;
 	helpers_init(s.dc.base, s.helpers, &helper_hooks);
 	notify_send("READY=1");
 	log_info("Ready on the system bus as %s", BUS_NAME);
