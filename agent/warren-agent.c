@@ -133,12 +133,12 @@ hexval(char c)
  * warren.env=<hex> of NUL-separated strings: the same image serves every template command,
  * and both VMMs (QEMU -append, Firecracker boot_args) can pass it. */
 static char **
-cmdline_vector(const char *cmdline, const char *key)
+cmdline_vector(const char *line, const char *key)
 {
-	const char *p = cmdline;
+	const char *p = line;
 	size_t klen = strlen(key);
 	while ((p = strstr(p, key))) {
-		if ((p == cmdline || p[-1] == ' ') && p[klen] == '=')
+		if ((p == line || p[-1] == ' ') && p[klen] == '=')
 			break;
 		p += klen;
 	}
@@ -566,7 +566,6 @@ container_main(char **argv)
 		fprintf(stderr, "warren-agent: fork: %s\n", strerror(errno));
 		return 127;
 	}
-	extern char **environ;
 	int envd_fd = envd_init(ENVD_PORT, environ);
 	if (envd_fd < 0)
 		fprintf(stderr, "warren-agent: envd API on port %d: %s\n", ENVD_PORT,
@@ -635,12 +634,12 @@ main(int argc, char **argv)
 	}
 	for (char **e = env; e && *e; e++)
 		if (!strncmp(*e, "WARREN_SANDBOX_ID=", 18)) {
-			int fd = open("/run/warren/id", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-				      0644);
-			if (fd >= 0 && write(fd, *e + 18, strlen(*e + 18)) < 0)
+			int id_fd = open("/run/warren/id", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+					 0644);
+			if (id_fd >= 0 && write(id_fd, *e + 18, strlen(*e + 18)) < 0)
 				say("cannot write /run/warren/id\n");
-			if (fd >= 0)
-				close(fd);
+			if (id_fd >= 0)
+				close(id_fd);
 		}
 	char **cwd = cmdline_vector(cmdline, "warren.cwd");
 	if (cwd && cwd[0] && cwd[0][0] == '/')

@@ -625,9 +625,6 @@ log_tail(const struct sb *sb, char *buf, size_t size)
 			*p = ' ';
 }
 
-static int start_delete(struct sb *sb, struct ipc_call *call, char *error);
-static void vm_kill(struct sb *sb);
-
 /* sb is still in the list (a failed run forgets it inside cmd_done) */
 static bool
 sb_live(const struct sb *sb)
@@ -1300,8 +1297,6 @@ vm_exec(struct sb *sb, void *arg, int out_fd, int err_fd)
 	}
 	return status;
 }
-
-static void exec_timeout(evutil_socket_t fd, short what, void *arg);
 
 /* Exec in a microVM goes through its agent; the request stays alive in the forked child. */
 static int

@@ -92,6 +92,8 @@ report(int fd)
 	return 0;
 }
 
+static int snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv);
+
 int
 main(int argc, char **argv)
 {
@@ -408,7 +410,6 @@ main(int argc, char **argv)
 		       (long long)so.st_size, (long long)se.st_size, tail);
 		return 0;
 	}
-	int snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv);
 	if (!strncmp(mode, "snap-", 5))
 		return snapshotd_poke(fd, &req, argc, argv);
 	fprintf(stderr, "unknown mode %s\n", mode);
@@ -468,7 +469,7 @@ snap_big(size_t n)
 	return s;
 }
 
-int
+static int
 snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 {
 	const char *mode = argv[2];
