@@ -99,6 +99,8 @@ split_vector(char *buf, ssize_t n)
 		if (buf[i] == 0 || buf[i] == '\n')
 			count++;
 	char **v = calloc(count + 2, sizeof *v);
+	if (!v)
+		return NULL; /* the caller says what is missing */
 	size_t k = 0;
 	char *start = buf;
 	for (ssize_t i = 0; i <= n; i++)
@@ -118,8 +120,10 @@ read_vector(const char *path)
 	if (fd < 0)
 		return NULL;
 	char *buf = calloc(1, MAX_FILE + 1);
-	ssize_t n = read(fd, buf, MAX_FILE);
+	ssize_t n = buf ? read(fd, buf, MAX_FILE) : -1;
 	close(fd);
+	if (!buf)
+		return NULL;
 	return split_vector(buf, n < 0 ? 0 : n);
 }
 
@@ -147,6 +151,8 @@ cmdline_vector(const char *line, const char *key)
 	p += klen + 1;
 	size_t hexlen = strcspn(p, " \n");
 	char *buf = calloc(1, hexlen / 2 + 1);
+	if (!buf)
+		return NULL;
 	size_t n = 0;
 	for (size_t i = 0; i + 1 < hexlen; i += 2) {
 		int hi = hexval(p[i]), lo = hexval(p[i + 1]);

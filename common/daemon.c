@@ -37,6 +37,8 @@ parse_peer_users(struct daemon_common *dc, const char *arg)
 {
 	_cleanup_free_ char *copy = strdup(arg);
 	char *save = NULL;
+	if (!copy)
+		return -ENOMEM;
 	for (char *u = strtok_r(copy, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
 		uid_t uid;
 		gid_t gid;

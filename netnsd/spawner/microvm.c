@@ -925,6 +925,8 @@ microvm_exec(int fd, char *const *argv, size_t argc, unsigned timeout_ms, int ou
 	for (size_t i = 0; i < argc; i++)
 		len += strlen(argv[i]) + 1;
 	char *payload = malloc(len + 64), *p = payload;
+	if (!payload)
+		return -ENOMEM;
 	p += sprintf(p, "exec %u %zu\n", timeout_ms, len);
 	for (size_t i = 0; i < argc; i++)
 		p = stpcpy(p, argv[i]) + 1;

@@ -413,6 +413,11 @@ cmd_start(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, char **argv,
 	if (pid < 0)
 		return (int)pid;
 	struct cmd *c = calloc(1, sizeof *c);
+	if (!c) {
+		if (pid > 0)
+			kill(pid, SIGKILL); /* unwatched it would never be answered for */
+		return -ENOMEM;
+	}
 	c->pid = pid;
 	c->kind = kind;
 	c->sb = sb;
@@ -962,6 +967,8 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 	if (!sandbox_id_valid(q->id) || sb_find(q->id) || q->n_argv == 0)
 		return -EINVAL;
 	struct sb *sb = calloc(1, sizeof *sb);
+	if (!sb)
+		return -ENOMEM;
 	snprintf(sb->id, sizeof sb->id, "%s", q->id);
 	sb->nsfd = TAKE_FD(call->fds[0]);
 	sb->rootfs_fd = -1;
@@ -1340,6 +1347,10 @@ handle_exec(struct ipc_call *call, void *ud)
 	char pidarg[450];
 	snprintf(pidarg, sizeof pidarg, "--internal-pid-file=%s", pidfile);
 	char **argv = calloc(q->n_argv + 7, sizeof *argv);
+	if (!argv) {
+		free(pidfile);
+		return -ENOMEM;
+	}
 	size_t n = 0;
 	argv[n++] = (char *)cfg->runsc;
 	argv[n++] = runsc_root;
@@ -1498,6 +1509,10 @@ adopt_all(void)
 	for (size_t i = 0; cfg->adopt && i < cfg->adopt->n; i++) {
 		const struct adopted *a = &cfg->adopt->items[i];
 		struct sb *sb = calloc(1, sizeof *sb);
+		if (!sb) {
+			log_error_errno(-ENOMEM, "Sandbox %s not adopted: %m", a->id);
+			continue;
+		}
 		snprintf(sb->id, sizeof sb->id, "%s", a->id);
 		sb->rootfs_fd = -1;
 		sb->pid = a->pid;

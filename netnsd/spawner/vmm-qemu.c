@@ -22,6 +22,8 @@ static int
 qemu_argv(const struct vmm_launch *l, char ***out)
 {
 	char **a = calloc(64, sizeof *a);
+	if (!a)
+		return -ENOMEM;
 	size_t n = 0;
 #define ARG(...)                                                                                   \
 	do {                                                                                       \
