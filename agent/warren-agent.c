@@ -5,7 +5,7 @@
  *      overlay for the VM's own writes, the root, as switch_root does;
  *   2. start the template's program (warren.argv=, warren.env= on the kernel command line) at
  *      once: it can bind its port before the network exists, and everything below runs while
- *      it loads (the seed's "program started before the agent's imports");
+ *      it loads: the program's start-up overlaps the agent's own, instead of following it;
  *   3. load the virtio modules listed in /etc/warren/modules, bring up lo and eth0 with the
  *      fixed inner address 10.0.2.15/24 via 10.0.2.2 (every VM and every clone has the same
  *      inner address: the host reaches each one through its own namespace, see

@@ -114,7 +114,7 @@ hex_append(char **p, char *end, char *const *v, size_t n)
 		}
 }
 
-/* The seed's boot options, each of which the benchmark can switch (WARREN_VM_BOOT_OPTS
+/* The default boot options, each of which the benchmark can switch (WARREN_VM_BOOT_OPTS
  * replaces them): no PS/2 probing, a quiet console; always the TSC rate so TCG boots reliably
  * and init_on_free, so freed guest pages are zero and stay holes in snapshot images. The
  * program's argv and env follow, hex-encoded, for the agent. */
