@@ -1028,6 +1028,10 @@ proc_start(struct conn *c, struct envd_request *q)
 	char **env = NULL;
 	size_t n_env = 0;
 	env = calloc(1, sizeof *env);
+	if (!env) {
+		rpc_error(c, ENVD_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
 	for (char **e = base_env; e && *e; e++) {
 		char *eq = strchr(*e, '=');
 		if (!eq)
@@ -1114,6 +1118,15 @@ proc_start(struct conn *c, struct envd_request *q)
 		return;
 	}
 	struct proc *p = calloc(1, sizeof *p);
+	if (!p) {
+		kill(pid, SIGKILL); /* reaped by the main loop, unknown to us */
+		int fds[] = {master, in[1], out[0], err[0]};
+		for (size_t i = 0; i < 4; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		rpc_error(c, ENVD_RESOURCE_EXHAUSTED, "cannot start %s: out of memory", q->cmd);
+		return;
+	}
 	p->pid = pid;
 	p->tag = q->tag ? strdup(q->tag) : NULL;
 	p->pty = q->has_pty;
@@ -1203,6 +1216,10 @@ watcher_add(struct watcher *w, const char *abs, const char *rel, int depth)
 	w->wds = n;
 	w->wds[w->n_wds].wd = wd;
 	w->wds[w->n_wds].rel = strdup(rel);
+	if (!w->wds[w->n_wds].rel) {
+		inotify_rm_watch(w->h.fd, wd);
+		return -ENOMEM;
+	}
 	w->n_wds++;
 	if (!w->recursive || depth > 64)
 		return 0;
@@ -1321,6 +1338,10 @@ watcher_new(struct conn *c, const char *path, bool recursive)
 		return NULL;
 	}
 	struct watcher *w = calloc(1, sizeof *w);
+	if (!w) {
+		rpc_error(c, ENVD_RESOURCE_EXHAUSTED, "out of memory");
+		return NULL;
+	}
 	w->h = (struct handler){inotify_init1(IN_NONBLOCK | IN_CLOEXEC), watcher_cb};
 	w->recursive = recursive;
 	snprintf(w->root, sizeof w->root, "%s", abs);

@@ -5,7 +5,7 @@
  *      overlay for the VM's own writes, the root, as switch_root does;
  *   2. start the template's program (warren.argv=, warren.env= on the kernel command line) at
  *      once: it can bind its port before the network exists, and everything below runs while
- *      it loads (the seed's "program started before the agent's imports");
+ *      it loads: the program's start-up overlaps the agent's own, instead of following it;
  *   3. load the virtio modules listed in /etc/warren/modules, bring up lo and eth0 with the
  *      fixed inner address 10.0.2.15/24 via 10.0.2.2 (every VM and every clone has the same
  *      inner address: the host reaches each one through its own namespace, see
@@ -99,6 +99,8 @@ split_vector(char *buf, ssize_t n)
 		if (buf[i] == 0 || buf[i] == '\n')
 			count++;
 	char **v = calloc(count + 2, sizeof *v);
+	if (!v)
+		return NULL; /* the caller says what is missing */
 	size_t k = 0;
 	char *start = buf;
 	for (ssize_t i = 0; i <= n; i++)
@@ -118,8 +120,10 @@ read_vector(const char *path)
 	if (fd < 0)
 		return NULL;
 	char *buf = calloc(1, MAX_FILE + 1);
-	ssize_t n = read(fd, buf, MAX_FILE);
+	ssize_t n = buf ? read(fd, buf, MAX_FILE) : -1;
 	close(fd);
+	if (!buf)
+		return NULL;
 	return split_vector(buf, n < 0 ? 0 : n);
 }
 
@@ -133,12 +137,12 @@ hexval(char c)
  * warren.env=<hex> of NUL-separated strings: the same image serves every template command,
  * and both VMMs (QEMU -append, Firecracker boot_args) can pass it. */
 static char **
-cmdline_vector(const char *cmdline, const char *key)
+cmdline_vector(const char *line, const char *key)
 {
-	const char *p = cmdline;
+	const char *p = line;
 	size_t klen = strlen(key);
 	while ((p = strstr(p, key))) {
-		if ((p == cmdline || p[-1] == ' ') && p[klen] == '=')
+		if ((p == line || p[-1] == ' ') && p[klen] == '=')
 			break;
 		p += klen;
 	}
@@ -147,6 +151,8 @@ cmdline_vector(const char *cmdline, const char *key)
 	p += klen + 1;
 	size_t hexlen = strcspn(p, " \n");
 	char *buf = calloc(1, hexlen / 2 + 1);
+	if (!buf)
+		return NULL;
 	size_t n = 0;
 	for (size_t i = 0; i + 1 < hexlen; i += 2) {
 		int hi = hexval(p[i]), lo = hexval(p[i + 1]);
@@ -566,7 +572,6 @@ container_main(char **argv)
 		fprintf(stderr, "warren-agent: fork: %s\n", strerror(errno));
 		return 127;
 	}
-	extern char **environ;
 	int envd_fd = envd_init(ENVD_PORT, environ);
 	if (envd_fd < 0)
 		fprintf(stderr, "warren-agent: envd API on port %d: %s\n", ENVD_PORT,
@@ -635,12 +640,12 @@ main(int argc, char **argv)
 	}
 	for (char **e = env; e && *e; e++)
 		if (!strncmp(*e, "WARREN_SANDBOX_ID=", 18)) {
-			int fd = open("/run/warren/id", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-				      0644);
-			if (fd >= 0 && write(fd, *e + 18, strlen(*e + 18)) < 0)
+			int id_fd = open("/run/warren/id", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+					 0644);
+			if (id_fd >= 0 && write(id_fd, *e + 18, strlen(*e + 18)) < 0)
 				say("cannot write /run/warren/id\n");
-			if (fd >= 0)
-				close(fd);
+			if (id_fd >= 0)
+				close(id_fd);
 		}
 	char **cwd = cmdline_vector(cmdline, "warren.cwd");
 	if (cwd && cwd[0] && cwd[0][0] == '/')

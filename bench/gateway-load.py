@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load through the gateway (issue 12), the client side of bench/gateway-load.sh.
+"""Load through the gateway, the client side of bench/gateway-load.sh.
 
   gateway-load.py GW_HOST:PORT DOMAIN SECONDS CONNS IDS_FILE CHURN_CMD
 

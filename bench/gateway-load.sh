@@ -1,5 +1,5 @@
 #!/bin/bash
-# Load through the gateway (issue 12): LOAD_CONNS (1000) concurrent keep-alive connections spread
+# Load through the gateway: LOAD_CONNS (1000) concurrent keep-alive connections spread
 # over LOAD_SANDBOXES (50) running `web`-like sandboxes for LOAD_SECONDS (30), while sandboxes
 # are created and destroyed beside them (bench/gateway-load.py). Each sandbox serves its own id
 # (its hostname), so a request answered by another sandbox is seen. Reports errors (must be 0),

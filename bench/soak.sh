@@ -1,5 +1,5 @@
 #!/bin/bash
-# Soak (issue 12): CYCLES create/destroy cycles and FORKS fork-of-N/destroy cycles against a
+# Soak: CYCLES create/destroy cycles and FORKS fork-of-N/destroy cycles against a
 # running test instance (sourced by tests/integration/test-soak.sh, which starts the daemons),
 # sampling after a warm-up and at the end: each daemon's open fds and RSS, the network
 # namespaces on the host, the sandbox cgroups, the pool's veths and the conntrack entries of the

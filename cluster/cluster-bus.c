@@ -1,5 +1,5 @@
 /* warren-clusterd: its calls to the local supervisor (org.warren.Warren1 on the system bus), the
- * way warrenctl and warren-e2b-api make them, and sd-bus attached to the libevent loop so a
+ * way warrenctl and warren-e2b-api make them; sd-bus is on the libevent loop (bus-event.c) so a
  * create that waits for its sandbox (seconds) never stops the loop: the lease must be kept alive
  * and other hosts' requests answered meanwhile. What comes back is checked before it is used. */
 #include "clusterd.h"
@@ -7,11 +7,9 @@
 #include "macro.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define BUS_NAME "org.warren.Warren1"
 #define MANAGER_PATH "/org/warren/Warren1"
@@ -19,65 +17,6 @@
 #define ERR_PREFIX "org.warren.Warren1.Error."
 /* the supervisor's start timeout is 60 s */
 #define CREATE_TIMEOUT_USEC (90ull * 1000000)
-
-static void bus_rearm(struct cluster *c);
-
-static void
-bus_io(evutil_socket_t fd, short what, void *arg)
-{
-	struct cluster *c = arg;
-	(void)fd;
-	(void)what;
-	int r;
-	while ((r = sd_bus_process(c->bus, NULL)) > 0)
-		;
-	if (r < 0) {
-		log_error_errno(r, "Lost the system bus: %m");
-		event_base_loopbreak(c->base);
-		return;
-	}
-	bus_rearm(c);
-}
-
-static void
-bus_rearm(struct cluster *c)
-{
-	int ev = sd_bus_get_events(c->bus);
-	uint64_t until = 0;
-	short what = EV_READ;
-	if (ev > 0 && (ev & POLLOUT))
-		what |= EV_WRITE;
-	event_del(c->bus_ev);
-	event_assign(c->bus_ev, c->base, sd_bus_get_fd(c->bus), what, bus_io, c);
-	if (sd_bus_get_timeout(c->bus, &until) > 0 && until != UINT64_MAX) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-		uint64_t left = until > now ? until - now : 0;
-		struct timeval tv = {(time_t)(left / 1000000), (suseconds_t)(left % 1000000)};
-		event_add(c->bus_ev, &tv);
-	} else {
-		event_add(c->bus_ev, NULL);
-	}
-}
-
-int
-cluster_bus_attach(struct cluster *c)
-{
-	c->bus_ev = event_new(c->base, sd_bus_get_fd(c->bus), EV_READ, bus_io, c);
-	if (!c->bus_ev)
-		return -ENOMEM;
-	bus_rearm(c);
-	return 0;
-}
-
-/* a synchronous call may have queued other messages (an async reply) without the fd becoming
- * readable again: process them from the loop */
-void
-cluster_bus_kick(struct cluster *c)
-{
-	event_active(c->bus_ev, EV_READ, 0);
-}
 
 int
 cluster_bus_list(struct cluster *c, struct local_sandbox **out, size_t *n)
@@ -89,7 +28,6 @@ cluster_bus_list(struct cluster *c, struct local_sandbox **out, size_t *n)
 	int r = sd_bus_call_method(c->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListSandboxes",
 				   &e, &reply, "");
 	sd_bus_error_free(&e);
-	cluster_bus_kick(c);
 	if (r < 0)
 		return r;
 	size_t cap = 0;
@@ -131,7 +69,6 @@ cluster_bus_pool(struct cluster *c, uint32_t *size, uint32_t *free_slots)
 	if (r >= 0)
 		r = sd_bus_get_property_trivial(c->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
 						"PoolFree", NULL, 'u', free_slots);
-	cluster_bus_kick(c);
 	return r;
 }
 
@@ -178,7 +115,6 @@ cluster_bus_warm(struct cluster *c)
 			json_object_set_new(warm, name, json_integer(standby));
 	}
 	sd_bus_message_unref(reply);
-	cluster_bus_kick(c);
 	return warm;
 }
 
@@ -233,6 +169,5 @@ cluster_bus_create_async(struct cluster *c, const char *template, cluster_create
 	sd_bus_message_unref(m);
 	if (r < 0)
 		free(call);
-	bus_rearm(c);
 	return r;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "bus-event.h"
 #include "place.h"
 
 struct seccomp_policy;
@@ -53,7 +54,8 @@ struct local_sandbox {
 struct cluster {
 	struct event_base *base;
 	sd_bus *bus;
-	struct event *bus_ev, *tick_ev;
+	struct bus_event *bus_ev;
+	struct event *tick_ev;
 	struct evhttp *http;
 	struct etcd etcd;
 	const char *name, *advertise, *gateway_url, *prefix;
@@ -75,9 +77,7 @@ struct cluster {
 	size_t n_local;
 };
 
-/* cluster-bus.c: org.warren.Warren1, and sd-bus on the libevent loop */
-int cluster_bus_attach(struct cluster *c);
-void cluster_bus_kick(struct cluster *c);
+/* cluster-bus.c: org.warren.Warren1 */
 int cluster_bus_list(struct cluster *c, struct local_sandbox **out, size_t *n);
 int cluster_bus_pool(struct cluster *c, uint32_t *size, uint32_t *free_slots);
 /* warm templates and standby counts: a JSON object {template: standby} of the warm ones */

@@ -211,7 +211,8 @@ main(int argc, char **argv)
 		return log_error_errno(r, "Cannot connect to the system bus: %m"), 1;
 	c.base = event_base_new();
 	dc.base = c.base;
-	if (!c.base || cluster_bus_attach(&c) < 0 || cluster_http_start(&c, lfd) < 0)
+	if (!c.base || bus_event_attach(c.bus, &dc, &c.bus_ev) < 0 ||
+	    cluster_http_start(&c, lfd) < 0)
 		return log_error("Cannot start the loop"), 1;
 	c.tick_ev = event_new(c.base, -1, EV_PERSIST, member_tick, &c);
 	struct timeval one = {1, 0};
@@ -223,6 +224,7 @@ main(int argc, char **argv)
 	daemon_run(&dc);
 	event_free(c.tick_ev);
 	evhttp_free(c.http);
+	bus_event_free(c.bus_ev);
 	sd_bus_flush_close_unref(c.bus);
 	return 0;
 }

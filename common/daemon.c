@@ -37,6 +37,8 @@ parse_peer_users(struct daemon_common *dc, const char *arg)
 {
 	_cleanup_free_ char *copy = strdup(arg);
 	char *save = NULL;
+	if (!copy)
+		return -ENOMEM;
 	for (char *u = strtok_r(copy, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
 		uid_t uid;
 		gid_t gid;
@@ -204,7 +206,16 @@ daemon_run(struct daemon_common *dc)
 		else
 			notify_send("WATCHDOG=1");
 	}
-	int r = event_base_dispatch(dc->base);
+	/* event_base_dispatch, with the prologue run before each wait: EVLOOP_ONCE returns once
+	 * every active callback has run */
+	int r;
+	for (;;) {
+		if (dc->loop_prologue)
+			dc->loop_prologue(dc->loop_prologue_data);
+		r = event_base_loop(dc->base, EVLOOP_ONCE);
+		if (r != 0 || event_base_got_break(dc->base) || event_base_got_exit(dc->base))
+			break;
+	}
 	if (dog)
 		event_free(dog);
 	event_free(term);

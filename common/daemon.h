@@ -19,6 +19,9 @@ struct daemon_common {
 	bool dump_seccomp, seccomp_debug, debug;
 	const char *seccomp_probe;
 	struct event_base *base;
+	/* run by daemon_run before each wait for events (bus-event.c re-arms sd-bus there) */
+	void (*loop_prologue)(void *data);
+	void *loop_prologue_data;
 };
 
 #define DAEMON_COMMON_OPTIONS                                                                      \

@@ -142,6 +142,10 @@ ipc_client_new(struct event_base *base, const char *name, ipc_event_fn on_event,
 		return NULL;
 	c->base = base;
 	c->name = strdup(name);
+	if (!c->name) {
+		free(c);
+		return NULL;
+	}
 	c->fd = -1;
 	c->on_event = on_event;
 	c->on_disconnect = on_disconnect;

@@ -263,11 +263,11 @@ peer_readable(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		if (r < 0) {
-			const char *what = r == -EMSGSIZE  ? "oversized datagram"
-					   : r == -EPROTO  ? "wrong version or fd count"
-					   : r == -EBADMSG ? "undecodable datagram"
-							   : "receive error";
-			if (!peer_violation(p, 0, r, what))
+			const char *why = r == -EMSGSIZE  ? "oversized datagram"
+					  : r == -EPROTO  ? "wrong version or fd count"
+					  : r == -EBADMSG ? "undecodable datagram"
+							  : "receive error";
+			if (!peer_violation(p, 0, r, why))
 				return;
 			continue;
 		}

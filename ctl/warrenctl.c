@@ -261,15 +261,25 @@ list_ids(char ***ids_out, size_t *n_out, sd_bus_error *e)
 	size_t n = 0;
 	const char *id, *tmpl, *state, *path;
 	sd_bus_message_enter_container(reply, 'a', "(ssso)");
+	r = 0;
 	while (sd_bus_message_read(reply, "(ssso)", &id, &tmpl, &state, &path) > 0) {
-		ids = realloc(ids, (n + 2) * sizeof *ids);
-		ids[n++] = strdup(id);
-		ids[n] = NULL;
+		char **grown = realloc(ids, (n + 2) * sizeof *ids);
+		if (!grown) {
+			r = -ENOMEM;
+			break;
+		}
+		ids = grown;
+		ids[n] = strdup(id);
+		if (!ids[n]) {
+			r = -ENOMEM;
+			break;
+		}
+		ids[++n] = NULL;
 	}
 	sd_bus_message_unref(reply);
 	*ids_out = ids;
 	*n_out = n;
-	return 0;
+	return r;
 }
 
 /* A full id from a unique prefix (podman's rule): exact match first, then one prefix match. */
@@ -296,9 +306,13 @@ resolve_id(const char *arg, char **full)
 		}
 	}
 	r = 0;
-	if (matches == 1)
+	if (matches == 1) {
 		*full = strdup(match);
-	else {
+		if (!*full) {
+			fprintf(stderr, "warrenctl: %s: out of memory\n", cmd_name);
+			r = -1;
+		}
+	} else {
 		if (matches == 0)
 			fprintf(stderr, "warrenctl: %s: no sandbox %s\n", cmd_name, arg);
 		else
@@ -327,6 +341,10 @@ sb_info_get(const char *id, struct sb_info *s)
 	if (r < 0)
 		return r;
 	s->id = strdup(id);
+	if (!s->id) {
+		sd_bus_message_unref(reply);
+		return -ENOMEM;
+	}
 	sd_bus_message_enter_container(reply, 'a', "{sv}");
 	while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
 		const char *k, *v;
@@ -345,6 +363,8 @@ sb_info_get(const char *id, struct sb_info *s)
 			if (!strcmp(k, strs[i].name) && !strcmp(contents, "s")) {
 				sd_bus_message_read(reply, "v", "s", &v);
 				*strs[i].dst = strdup(v);
+				if (!*strs[i].dst)
+					r = -ENOMEM;
 				done = true;
 			}
 		if (!done && !strcmp(k, "CreatedUSec") && !strcmp(contents, "t"))
@@ -356,7 +376,7 @@ sb_info_get(const char *id, struct sb_info *s)
 		sd_bus_message_exit_container(reply);
 	}
 	sd_bus_message_unref(reply);
-	return 0;
+	return r;
 }
 
 static void
@@ -1258,6 +1278,10 @@ cmd_template_import(int argc, char **argv)
 	const char *name = argv[0];
 	char *src = strdup(argv[1]), *path = src, *ref = NULL;
 	const char *format = NULL;
+	if (!src) {
+		fprintf(stderr, "warrenctl: template import: out of memory\n");
+		return 1;
+	}
 	static const char *const formats[] = {"oci", "oci-archive", "docker-archive"};
 	for (size_t i = 0; i < 3; i++) {
 		size_t l = strlen(formats[i]);

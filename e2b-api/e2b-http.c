@@ -345,6 +345,11 @@ parse_kv_object(json_t *obj, struct e2b_kv *out, size_t max, size_t key_max, siz
 		out[*n].key = strdup(k);
 		out[*n].value = strdup(json_string_value(v));
 		(*n)++;
+		if (!out[*n - 1].key || !out[*n - 1].value) {
+			e2b_kv_free(out, *n);
+			*n = 0;
+			return -ENOMEM;
+		}
 	}
 	return 0;
 }
@@ -596,8 +601,13 @@ handle_list(struct e2b_api *a, struct evhttp_request *req, bool v2)
 		return;
 	reconcile(a);
 	struct e2b_sandbox **v = calloc(a->n_sandboxes + 1, sizeof *v);
+	if (!v) {
+		e2b_kv_free(q.meta, q.n_meta);
+		reply_error(req, 500, "Out of memory");
+		return;
+	}
 	size_t n = 0;
-	for (struct e2b_sandbox *s = a->sandboxes; s && v; s = s->next) {
+	for (struct e2b_sandbox *s = a->sandboxes; s; s = s->next) {
 		unsigned st = s->paused ? E2B_STATE_PAUSED : E2B_STATE_RUNNING;
 		if ((q.states & st) && meta_matches(s, &q))
 			v[n++] = s;
@@ -830,11 +840,20 @@ handle_fork(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *s
 		c->end_usec = now + (uint64_t)t * 1000000ull;
 		c->auto_pause = s->auto_pause;
 		memcpy(c->token, s->token, sizeof c->token);
-		for (size_t k = 0; k < s->n_meta; k++) {
+		size_t k;
+		for (k = 0; k < s->n_meta; k++) {
 			c->meta[k].key = strdup(s->meta[k].key);
 			c->meta[k].value = strdup(s->meta[k].value);
+			if (!c->meta[k].key || !c->meta[k].value) {
+				free(c->meta[k].key);
+				free(c->meta[k].value);
+				c->meta[k].key = c->meta[k].value = NULL;
+				log_error_errno(-ENOMEM, "Sandbox %s: metadata not copied: %m",
+						c->id);
+				break;
+			}
 		}
-		c->n_meta = s->n_meta;
+		c->n_meta = k;
 		json_array_append_new(out, json_pack("{s:o}", "sandbox", sandbox_json(a, c)));
 	}
 	for (size_t i = n; i < count; i++)

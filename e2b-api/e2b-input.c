@@ -158,6 +158,11 @@ e2b_input_parse_metadata_query(const char *q, struct e2b_kv *out, size_t max, si
 		out[*n].key = strdup(k);
 		out[*n].value = strdup(v);
 		(*n)++;
+		if (!out[*n - 1].key || !out[*n - 1].value) {
+			e2b_kv_free(out, *n);
+			*n = 0;
+			return -ENOMEM;
+		}
 		if (!amp)
 			break;
 		pos += plen + 1;

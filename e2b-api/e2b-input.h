@@ -30,7 +30,7 @@ bool e2b_input_template_ok(const char *s);
 bool e2b_input_env_name_ok(const char *s);
 /* "key=value&k2=v2", each part percent-decoded (as the SDK sends metadata filters); at most
  * E2B_META_MAX pairs, each checked like stored metadata. Fills out (malloc'd strings, free
- * with e2b_kv_free). 0, -EINVAL, -E2BIG. */
+ * with e2b_kv_free). 0, -EINVAL, -E2BIG, -ENOMEM. */
 int e2b_input_parse_metadata_query(const char *q, struct e2b_kv *out, size_t max, size_t *n);
 void e2b_kv_free(struct e2b_kv *kv, size_t n);
 /* "running,paused" (form style, explode=false) -> mask; -EINVAL on anything else */

@@ -177,6 +177,8 @@ record_from_json(struct e2b_api *a, json_t *j)
 		s->meta[s->n_meta].key = strdup(k);
 		s->meta[s->n_meta].value = strdup(json_string_value(v));
 		s->n_meta++;
+		if (!s->meta[s->n_meta - 1].key || !s->meta[s->n_meta - 1].value)
+			return -ENOMEM; /* the sandbox's entry frees what was copied */
 	}
 	return 0;
 }

@@ -211,6 +211,10 @@ string_array(json_t *a, char ***v, size_t *n, const char *what, char *why, size_
 		return -EINVAL;
 	}
 	*v = calloc(json_array_size(a) + 1, sizeof **v);
+	if (!*v) {
+		snprintf(why, size, "out of memory");
+		return -ENOMEM;
+	}
 	size_t i;
 	json_t *s;
 	json_array_foreach(a, i, s)
@@ -223,7 +227,11 @@ string_array(json_t *a, char ***v, size_t *n, const char *what, char *why, size_
 				 what, i, CONFIG_STRING_MAX);
 			return -EINVAL;
 		}
-		(*v)[(*n)++] = strdup(str);
+		if (!((*v)[*n] = strdup(str))) {
+			snprintf(why, size, "out of memory");
+			return -ENOMEM;
+		}
+		(*n)++;
 	}
 	return 0;
 }
@@ -251,8 +259,10 @@ parse_config(const char *bundle, Warren__V1__ImportTemplateResponse *res, char *
 			snprintf(why, size,
 				 "the image's working directory is not an absolute path");
 			r = -EINVAL;
-		} else
-			res->cwd = strdup(cwd);
+		} else if (!(res->cwd = strdup(cwd))) {
+			snprintf(why, size, "out of memory");
+			r = -ENOMEM;
+		}
 	}
 	json_t *user = json_object_get(proc, "user");
 	json_int_t uid = json_integer_value(json_object_get(user, "uid"));
@@ -370,6 +380,8 @@ import_stage_run(const struct importd *d, const char *workdir, const char *store
 	res.digest = digest;
 	size_t len = warren__v1__import_template_response__get_packed_size(&res);
 	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		return job_error(out, "out of memory");
 	warren__v1__import_template_response__pack(&res, buf);
 	int r = job_msg_send(out, JOB_MSG_CONFIG, buf, len);
 	free(buf);

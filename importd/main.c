@@ -298,8 +298,11 @@ job_main(const struct importd *d, const Warren__V1__ImportTemplateRequest *q, in
 	res->modes_fixed = c.modes_fixed;
 	size_t len = warren__v1__import_template_response__get_packed_size(res);
 	uint8_t *buf = malloc(len ? len : 1);
-	warren__v1__import_template_response__pack(res, buf);
-	r = job_msg_send(out, JOB_MSG_RESULT, buf, len);
+	r = buf ? 0 : -ENOMEM;
+	if (buf)
+		warren__v1__import_template_response__pack(res, buf);
+	if (r == 0)
+		r = job_msg_send(out, JOB_MSG_RESULT, buf, len);
 	free(buf);
 	res->rootfs = NULL;
 	warren__v1__import_template_response__free_unpacked(res, NULL);

@@ -359,6 +359,8 @@ main(int argc, char **argv)
 			return log_error_errno(n.slots_fd, "Cannot open %s/slots: %m", runtime), 1;
 		for (size_t i = 0; i < adoption.n; i++) {
 			struct netnsd_sandbox *sb = calloc(1, sizeof *sb);
+			if (!sb)
+				return log_error_errno(-ENOMEM, "Adopting sandboxes: %m"), 1;
 			snprintf(sb->id, sizeof sb->id, "%s", adoption.items[i].id);
 			sb->slot = adoption.items[i].slot;
 			sb->pid = adoption.items[i].pid;

@@ -169,6 +169,8 @@ handle_claim(struct ipc_call *call, void *ud)
 				      "no free namespace slot and %u creates already wait for one",
 				      queued);
 	struct claim_waiter *w = calloc(1, sizeof *w);
+	if (!w)
+		return -ENOMEM;
 	w->n = n;
 	w->allow_outbound = q->allow_outbound;
 	w->call = ipc_call_defer(call);
@@ -254,6 +256,8 @@ forward(struct netnsd *n, struct ipc_call *call, const char *id, const int *fds,
 	unsigned timeout_ms)
 {
 	struct forward *f = calloc(1, sizeof *f);
+	if (!f)
+		return -ENOMEM;
 	f->n = n;
 	f->kind = (int)call->req->body_case;
 	snprintf(f->id, sizeof f->id, "%s", id);
@@ -342,6 +346,10 @@ validate_and_forward_spawn(struct netnsd *n, struct ipc_call *call,
 	const IpcRequest *orig = call->req;
 	call->req = &req;
 	struct netnsd_sandbox *sb = calloc(1, sizeof *sb);
+	if (!sb) {
+		call->req = orig;
+		return -ENOMEM;
+	}
 	snprintf(sb->id, sizeof sb->id, "%s", q->id);
 	sb->slot = q->slot;
 	sb->vm = vm;
@@ -435,6 +443,11 @@ handle_list(struct ipc_call *call, void *ud)
 		count++;
 	Warren__V1__SandboxInfo *infos = calloc(count + 1, sizeof *infos);
 	Warren__V1__SandboxInfo **ptrs = calloc(count + 1, sizeof *ptrs);
+	if (!infos || !ptrs) {
+		free(infos);
+		free(ptrs);
+		return -ENOMEM;
+	}
 	char rel[300];
 	size_t i = 0;
 	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next, i++) {

@@ -45,7 +45,7 @@ pool_default_size(void)
 	uint64_t mem = 0;
 	meminfo_bytes("MemTotal", &mem);
 	/* a web sandbox holds ~20-30 MiB: one slot per 128 MiB leaves room for bigger ones and
-	 * still fits the seed's fork of 100 on a 24 GiB host (188 slots) */
+	 * still fits a fork of 100 (bench/bench.py's) on a 24 GiB host (188 slots) */
 	unsigned n = (unsigned)(mem / (128ull << 20));
 	return n < 32 ? 32 : n > 1000 ? 1000 : n;
 }

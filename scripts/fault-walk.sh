@@ -1,5 +1,5 @@
 #!/bin/bash
-# The long fault-injection walk (issue 12): every daemon killed at every named step
+# The long fault-injection walk: every daemon killed at every named step
 # (WARREN_FAULT, common/fault.h), one after another, with the checks of
 # tests/integration/test-fault-points.sh; prints the step x daemon -> outcome table that
 # docs/RELIABILITY.md shows. Needs root and the integration test environment; takes the shared

@@ -111,8 +111,8 @@ compress_file(int dirfd, const char *name, int level)
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
 	size_t isz = ZSTD_CStreamInSize(), osz = ZSTD_CStreamOutSize();
 	char *ibuf = malloc(isz), *obuf = malloc(osz);
-	int r = 0;
-	for (;;) {
+	int r = cc && ibuf && obuf ? 0 : -ENOMEM;
+	while (r == 0) {
 		ssize_t k = read(in, ibuf, isz);
 		if (k < 0) {
 			r = -errno;
@@ -244,7 +244,9 @@ decompress_file(int dirfd, const char *zname, int outdir, const char *name)
 	char *ibuf = malloc(isz), *obuf = malloc(osz);
 	off_t pos = 0;
 	size_t last = 1;
-	for (;;) {
+	if (!dc || !ibuf || !obuf)
+		r = -ENOMEM;
+	while (r == 0) {
 		ssize_t k = read(in, ibuf, isz);
 		if (k < 0) {
 			r = -errno;

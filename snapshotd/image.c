@@ -115,6 +115,8 @@ static void
 verified_remember(const struct stat *st, uint64_t hash)
 {
 	struct verified *v = calloc(1, sizeof *v);
+	if (!v)
+		return; /* a cache: the file is checksummed again next time */
 	*v = (struct verified){st->st_dev,  st->st_ino, st->st_size, st->st_mtim,
 			       st->st_ctim, hash,	verified};
 	verified = v;

@@ -310,6 +310,8 @@ reclaim_start(struct snapshotd *s, struct ipc_call *call)
 	if (!sandbox_id_valid(id))
 		return ipc_call_error(call, -EINVAL, "bad sandbox id");
 	struct reclaim_job *j = calloc(1, sizeof *j);
+	if (!j)
+		return -ENOMEM;
 	snprintf(j->rel, sizeof j->rel, "%s/%s", s->cgroup_parent, id);
 	if (cgroup_memory_dir(j->rel, j->dir, sizeof j->dir, &j->v2) < 0) {
 		free(j);

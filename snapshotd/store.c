@@ -41,12 +41,26 @@ store_list(struct snapshotd *s, Warren__V1__ListImagesResponse *out)
 		if (de->d_name[0] == '.')
 			continue;
 		Warren__V1__ImageInfo *info = malloc(sizeof *info);
+		if (!info) {
+			closedir(d);
+			store_list_free(out);
+			return -ENOMEM;
+		}
 		if (image_read(s, de->d_name, false, info, NULL) < 0) {
 			image_info_free(info);
 			free(info);
 			continue;
 		}
-		out->images = realloc(out->images, (out->n_images + 1) * sizeof *out->images);
+		Warren__V1__ImageInfo **grown =
+			realloc(out->images, (out->n_images + 1) * sizeof *out->images);
+		if (!grown) {
+			image_info_free(info);
+			free(info);
+			closedir(d);
+			store_list_free(out);
+			return -ENOMEM;
+		}
+		out->images = grown;
 		out->images[out->n_images++] = info;
 	}
 	closedir(d);

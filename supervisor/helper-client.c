@@ -6,6 +6,7 @@
 #include "log.h"
 #include "macro.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include <string.h>
@@ -30,9 +31,12 @@ status_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		return;
 	if (h->status)
 		protobuf_c_message_free_unpacked(&h->status->base, NULL);
+	h->status = NULL;
 	/* keep a copy: the response is freed after this callback */
 	size_t len = protobuf_c_message_get_packed_size(&resp->status->base);
 	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		return; /* no status until the next poll */
 	protobuf_c_message_pack(&resp->status->base, buf);
 	h->status = warren__v1__status_response__unpack(NULL, len, buf);
 	free(buf);
@@ -91,7 +95,7 @@ helper_connect(evutil_socket_t fd, short what, void *arg)
 		hooks.connected(helper_index(h));
 }
 
-void
+int
 helpers_init(struct event_base *base, struct helper *hs, const struct helper_hooks *hk)
 {
 	helpers = hs;
@@ -101,10 +105,13 @@ helpers_init(struct event_base *base, struct helper *hs, const struct helper_hoo
 		h->client = ipc_client_new(base, h->name, helper_event, helper_down, h);
 		h->reconnect = evtimer_new(base, helper_connect, h);
 		h->poll = event_new(base, -1, EV_PERSIST, status_poll, h);
+		if (!h->client || !h->reconnect || !h->poll)
+			return -ENOMEM;
 		struct timeval tv = {2, 0};
 		event_add(h->poll, &tv);
 		helper_connect(-1, 0, h);
 	}
+	return 0;
 }
 
 struct ipc_client *

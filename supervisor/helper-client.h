@@ -27,9 +27,8 @@ struct helper_hooks {
 	void (*connected)(int which);
 };
 
-/* Connects to helpers[0..HELPER_MAX) and keeps the links up. */
-void helpers_init(struct event_base *base, struct helper *helpers,
-		  const struct helper_hooks *hooks);
+/* Connects to helpers[0..HELPER_MAX) and keeps the links up: 0, or -ENOMEM. */
+int helpers_init(struct event_base *base, struct helper *helpers, const struct helper_hooks *hooks);
 struct ipc_client *helper(int which); /* NULL when not connected */
 int helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
 		ipc_reply_fn cb, void *ud);

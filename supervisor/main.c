@@ -3,6 +3,7 @@
  * name, locks itself down (no capabilities, seccomp) and runs. */
 #include "agent-token.h"
 #include "bus-errors.h"
+#include "bus-event.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -189,6 +190,8 @@ main(int argc, char **argv)
 	s.helpers[HELPER_GATEWAY].uid = gw_uid;
 	char path[PATH_MAX];
 	s.state_dir = strdup(state);
+	if (!s.state_dir)
+		return log_error_errno(-ENOMEM, "State dir: %m"), 1;
 	snprintf(path, sizeof path, "%s/sandboxes", state);
 	int r = mkdir_p(path, 0700);
 	snprintf(path, sizeof path, "%s/templates", state);
@@ -211,7 +214,8 @@ main(int argc, char **argv)
 	if (daemon_lock_down(&s.dc, NULL, NULL, 0, &supervisor_seccomp) < 0)
 		return 1;
 	s.dc.base = event_base_new();
-	templates_load(&s);
+	if ((r = templates_load(&s)) < 0)
+		return log_error_errno(r, "Templates: %m"), 1;
 	sandboxes_load(&s);
 	if ((r = bus_errors_init()) < 0)
 		return log_error_errno(r, "D-Bus error map: %m"), 1;
@@ -221,8 +225,10 @@ main(int argc, char **argv)
 	if (r < 0)
 		return log_error_errno(r, "Cannot own %s (D-Bus policy installed?): %m", BUS_NAME),
 		       1;
-	bus_attach_event(s.bus, s.dc.base);
-	helpers_init(s.dc.base, s.helpers, &helper_hooks);
+	if ((r = bus_event_attach(s.bus, &s.dc, NULL)) < 0)
+		return log_error_errno(r, "D-Bus on the event loop: %m"), 1;
+	if ((r = helpers_init(s.dc.base, s.helpers, &helper_hooks)) < 0)
+		return log_error_errno(r, "Helper links: %m"), 1;
 	notify_send("READY=1");
 	log_info("Ready on the system bus as %s", BUS_NAME);
 	daemon_run(&s.dc);

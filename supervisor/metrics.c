@@ -45,7 +45,7 @@ backend_index(const char *backend)
 	return backend_from_string(backend) == BACKEND_MICROVM ? BACKEND_MICROVM : BACKEND_GVISOR;
 }
 
-void
+static void
 metrics_observe(int op, const char *backend, uint64_t usec)
 {
 	if (op >= 0 && op < OP_MAX)

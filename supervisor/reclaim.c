@@ -53,6 +53,8 @@ reclaim_after_freeze(struct sandbox *sb)
 	if (meminfo_bytes("SwapTotal", &swap) < 0 || swap == 0 || sb->reclaiming)
 		return;
 	struct reclaim_ctx *c = calloc(1, sizeof *c);
+	if (!c)
+		return; /* reclaim is best effort: the next idle period tries again */
 	snprintf(c->id, sizeof c->id, "%s", sb->id);
 	Warren__V1__ReclaimRequest q = WARREN__V1__RECLAIM_REQUEST__INIT;
 	q.id = sb->id;

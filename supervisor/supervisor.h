@@ -211,9 +211,6 @@ void sandbox_dbus_emit_new(struct sandbox *sb, bool added);
 void sandbox_dbus_emit_state(struct sandbox *sb);
 const char *sandbox_dbus_cgroup_parent(void); /* where netnsd puts sandbox cgroups */
 
-/* bus-event.c */
-int bus_attach_event(sd_bus *bus, struct event_base *base);
-
 /* journal.c: log lines to journald with SANDBOX_ID=, TEMPLATE=, BACKEND= (force, or when
  * stderr is the journal) */
 void journal_init(bool force);

@@ -93,6 +93,10 @@ template_import_remove_tree(const char *name)
 	req.body_case = WARREN__V1__REQUEST__BODY_REMOVE_IMPORTED;
 	req.remove_imported = &q;
 	char *n = strdup(name);
+	if (!n) {
+		log_error_errno(-ENOMEM, "Imported tree of %s stays: %m", name);
+		return;
+	}
 	if (importd_connect() < 0 ||
 	    ipc_client_call(importd, &req, NULL, 0, 60000, removed_done, n) < 0) {
 		log_warning("Imported tree of %s stays: warren-importd is not reachable", name);
@@ -111,6 +115,8 @@ strv_copy_checked(char **v, size_t n, bool env)
 			return NULL; /* leaks the copies made so far; an error path of a bad helper
 				      */
 		out[i] = strdup(v[i]);
+		if (!out[i])
+			return NULL; /* the caller answers as for a bad list; leaks as above */
 	}
 	return out;
 }
@@ -124,6 +130,8 @@ merge_env(struct template *t, char **image_env, size_t n)
 	if (n + nc > TEMPLATE_ENVC_MAX)
 		return -E2BIG;
 	char **out = calloc(n + nc + 1, sizeof *out);
+	if (!out)
+		return -ENOMEM;
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!template_env_valid(image_env[i]))
@@ -132,8 +140,8 @@ merge_env(struct template *t, char **image_env, size_t n)
 		bool replaced = false;
 		for (size_t j = 0; j < nc; j++)
 			replaced |= !strncmp(caller[j], image_env[i], kl);
-		if (!replaced)
-			out[o++] = strdup(image_env[i]);
+		if (!replaced && !(out[o++] = strdup(image_env[i])))
+			return -ENOMEM; /* leaks out: the import fails, as for -EINVAL */
 	}
 	for (size_t j = 0; j < nc; j++)
 		out[o++] = caller[j];
@@ -170,6 +178,10 @@ import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	}
 	free(t->rootfs);
 	t->rootfs = strdup(res->rootfs);
+	if (!t->rootfs) {
+		sd_bus_error_set_errno(&err, ENOMEM);
+		goto remove;
+	}
 	t->imported = true;
 	if (!j->argv_set) {
 		if (res->n_argv == 0 || res->n_argv > TEMPLATE_ARGC_MAX) {
@@ -192,8 +204,11 @@ import_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		}
 		t->port = res->port;
 	}
-	if (!t->cwd && res->cwd && res->cwd[0] && strcmp(res->cwd, "/"))
-		t->cwd = strdup(res->cwd);
+	if (!t->cwd && res->cwd && res->cwd[0] && strcmp(res->cwd, "/") &&
+	    !(t->cwd = strdup(res->cwd))) {
+		sd_bus_error_set_errno(&err, ENOMEM);
+		goto remove;
+	}
 	if (!t->user_set && (res->uid || res->gid)) {
 		t->user_set = true;
 		t->uid = res->uid;

@@ -76,7 +76,7 @@ template_option_read(sd_bus_message *m, const char *key, struct template *t, sd_
 						 "Option 'cwd' is an absolute path");
 		free(t->cwd);
 		t->cwd = strdup(cwd);
-		return 1;
+		return t->cwd ? 1 : -ENOMEM;
 	}
 	if (!strcmp(key, "user")) {
 		const char *user;

@@ -19,13 +19,22 @@ template_new(const char *name, const char *rootfs, const char *const *argv, unsi
 	     uint64_t mem, bool builtin)
 {
 	struct template *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
 	snprintf(t->name, sizeof t->name, "%s", name);
 	t->rootfs = strdup(rootfs);
-	for (t->argc = 0; argv[t->argc]; t->argc++)
-		;
-	t->argv = calloc(t->argc + 1, sizeof *t->argv);
-	for (size_t i = 0; i < t->argc; i++)
-		t->argv[i] = strdup(argv[i]);
+	size_t argc = 0;
+	while (argv[argc])
+		argc++;
+	t->argv = calloc(argc + 1, sizeof *t->argv);
+	if (t->argv)
+		for (t->argc = 0; t->argc < argc; t->argc++)
+			if (!(t->argv[t->argc] = strdup(argv[t->argc])))
+				break;
+	if (!t->rootfs || !t->argv || t->argc < argc) {
+		template_free(t);
+		return NULL;
+	}
 	t->port = port;
 	t->memory_limit = mem;
 	t->builtin = builtin;
@@ -134,6 +143,11 @@ template_load_one(struct supervisor *s, const char *dir, const char *name)
 		return NULL;
 	}
 	struct template *t = calloc(1, sizeof *t);
+	if (!t) {
+		log_error_errno(-ENOMEM, "Template %s not loaded: %m", path);
+		template_record_clear(&rec);
+		return NULL;
+	}
 	memcpy(t->name, name, strnlen(name, sizeof t->name - 1)); /* a valid name: <= 32 */
 	t->rootfs = rec.rootfs;
 	t->argv = rec.argv;
@@ -164,15 +178,21 @@ templates_load(struct supervisor *s)
 					  "8080",	  "-h",	   "/www", NULL};
 	static const char *const app[] = {"/usr/bin/python3", "/app/app.py", "--port", "8080",
 					  "--heap-mib",	      "64",	     NULL};
+	struct template *builtin[3];
 	snprintf(rootfs, sizeof rootfs, "%s/web/rootfs", s->templates_dir);
-	template_link(s, template_new("web", rootfs, web, 8080, 64ull << 20, true));
+	builtin[0] = template_new("web", rootfs, web, 8080, 64ull << 20, true);
 	snprintf(rootfs, sizeof rootfs, "%s/app/rootfs", s->templates_dir);
-	template_link(s, template_new("app", rootfs, app, 8080, 512ull << 20, true));
+	builtin[1] = template_new("app", rootfs, app, 8080, 512ull << 20, true);
 	/* E2B's default template (docs/E2B.md): nothing runs but the sandbox agent, whose envd API
 	 * port is the one probed for readiness; the program only keeps the sandbox alive */
 	static const char *const base[] = {"/bin/sleep", "infinity", NULL};
 	snprintf(rootfs, sizeof rootfs, "%s/base/rootfs", s->templates_dir);
-	template_link(s, template_new("base", rootfs, base, 49983, 512ull << 20, true));
+	builtin[2] = template_new("base", rootfs, base, 49983, 512ull << 20, true);
+	for (size_t i = 0; i < 3; i++) {
+		if (!builtin[i])
+			return -ENOMEM; /* at start-up: main gives up */
+		template_link(s, builtin[i]);
+	}
 
 	char dir[512];
 	snprintf(dir, sizeof dir, "%s/templates", s->state_dir);
@@ -244,6 +264,8 @@ template_check(struct supervisor *s, struct template *t, sd_bus_error *err)
 					 why);
 	free(t->rootfs);
 	t->rootfs = strdup(real);
+	if (!t->rootfs)
+		return sd_bus_error_set_errno(err, ENOMEM);
 	return 0;
 }
 
@@ -292,6 +314,10 @@ static void
 warm_tag_drop(const char *tag)
 {
 	char *name = strdup(tag);
+	if (!name) {
+		log_error_errno(-ENOMEM, "Warm image %s stays: %m", tag);
+		return;
+	}
 	if (image_remove_call(tag, warm_tag_dropped, name) < 0) {
 		log_warning("Warm image %s stays: snapshotd is not connected", tag);
 		free(name);

@@ -197,6 +197,8 @@ warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, const c
 		m = NULL; /* answered: what follows only restores the next standby */
 	}
 	struct warm_create_ctx *c = calloc(1, sizeof *c);
+	if (!c)
+		return m ? -ENOMEM : 1; /* answered already: only the next standby is lost */
 	c->m = m ? sd_bus_message_ref(m) : NULL;
 	snprintf(c->template_name, sizeof c->template_name, "%s", t->name);
 	snprintf(c->backend, sizeof c->backend, "%s", backend);

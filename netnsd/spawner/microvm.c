@@ -114,7 +114,7 @@ hex_append(char **p, char *end, char *const *v, size_t n)
 		}
 }
 
-/* The seed's boot options, each of which the benchmark can switch (WARREN_VM_BOOT_OPTS
+/* The default boot options, each of which the benchmark can switch (WARREN_VM_BOOT_OPTS
  * replaces them): no PS/2 probing, a quiet console; always the TSC rate so TCG boots reliably
  * and init_on_free, so freed guest pages are zero and stay holes in snapshot images. The
  * program's argv and env follow, hex-encoded, for the agent. */
@@ -925,6 +925,8 @@ microvm_exec(int fd, char *const *argv, size_t argc, unsigned timeout_ms, int ou
 	for (size_t i = 0; i < argc; i++)
 		len += strlen(argv[i]) + 1;
 	char *payload = malloc(len + 64), *p = payload;
+	if (!payload)
+		return -ENOMEM;
 	p += sprintf(p, "exec %u %zu\n", timeout_ms, len);
 	for (size_t i = 0; i < argc; i++)
 		p = stpcpy(p, argv[i]) + 1;

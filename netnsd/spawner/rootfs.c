@@ -2,8 +2,8 @@
  * netnsd's spawner, the privileged side: the supervisor (which may be compromised) only names a
  * template, netnsd canonicalises the path, and what reaches runsc is decided here.
  *
- * What a tree may hold (issue 11, item 7: debootstrap's dev/console, 0666 on a filesystem
- * without nodev, let `nobody` open the host console through the template):
+ * What a tree may hold (debootstrap's dev/console, 0666 on a filesystem without nodev, let
+ * `nobody` open the host console through the template):
  *   - no character or block device (gVisor and the microVM agent make /dev themselves);
  *   - every entry owned by root (uid 0);
  *   - nothing another user may write: no entry with the others-write bit, sticky directories

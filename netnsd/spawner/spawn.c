@@ -413,6 +413,11 @@ cmd_start(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, char **argv,
 	if (pid < 0)
 		return (int)pid;
 	struct cmd *c = calloc(1, sizeof *c);
+	if (!c) {
+		if (pid > 0)
+			kill(pid, SIGKILL); /* unwatched it would never be answered for */
+		return -ENOMEM;
+	}
 	c->pid = pid;
 	c->kind = kind;
 	c->sb = sb;
@@ -624,9 +629,6 @@ log_tail(const struct sb *sb, char *buf, size_t size)
 		if (*p == '\n')
 			*p = ' ';
 }
-
-static int start_delete(struct sb *sb, struct ipc_call *call, char *error);
-static void vm_kill(struct sb *sb);
 
 /* sb is still in the list (a failed run forgets it inside cmd_done) */
 static bool
@@ -965,6 +967,8 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 	if (!sandbox_id_valid(q->id) || sb_find(q->id) || q->n_argv == 0)
 		return -EINVAL;
 	struct sb *sb = calloc(1, sizeof *sb);
+	if (!sb)
+		return -ENOMEM;
 	snprintf(sb->id, sizeof sb->id, "%s", q->id);
 	sb->nsfd = TAKE_FD(call->fds[0]);
 	sb->rootfs_fd = -1;
@@ -1301,8 +1305,6 @@ vm_exec(struct sb *sb, void *arg, int out_fd, int err_fd)
 	return status;
 }
 
-static void exec_timeout(evutil_socket_t fd, short what, void *arg);
-
 /* Exec in a microVM goes through its agent; the request stays alive in the forked child. */
 static int
 vm_exec_start(struct ipc_call *call, struct sb *sb, const Warren__V1__ExecRequest *q)
@@ -1345,6 +1347,10 @@ handle_exec(struct ipc_call *call, void *ud)
 	char pidarg[450];
 	snprintf(pidarg, sizeof pidarg, "--internal-pid-file=%s", pidfile);
 	char **argv = calloc(q->n_argv + 7, sizeof *argv);
+	if (!argv) {
+		free(pidfile);
+		return -ENOMEM;
+	}
 	size_t n = 0;
 	argv[n++] = (char *)cfg->runsc;
 	argv[n++] = runsc_root;
@@ -1503,6 +1509,10 @@ adopt_all(void)
 	for (size_t i = 0; cfg->adopt && i < cfg->adopt->n; i++) {
 		const struct adopted *a = &cfg->adopt->items[i];
 		struct sb *sb = calloc(1, sizeof *sb);
+		if (!sb) {
+			log_error_errno(-ENOMEM, "Sandbox %s not adopted: %m", a->id);
+			continue;
+		}
 		snprintf(sb->id, sizeof sb->id, "%s", a->id);
 		sb->rootfs_fd = -1;
 		sb->pid = a->pid;

@@ -22,6 +22,8 @@ static int
 qemu_argv(const struct vmm_launch *l, char ***out)
 {
 	char **a = calloc(64, sizeof *a);
+	if (!a)
+		return -ENOMEM;
 	size_t n = 0;
 #define ARG(...)                                                                                   \
 	do {                                                                                       \
@@ -36,7 +38,7 @@ qemu_argv(const struct vmm_launch *l, char ***out)
 	ARG("-cpu");
 	ARG("max");
 	ARG("-smp");
-	ARG("1"); /* the seed tried two vCPUs and dropped them */
+	ARG("1"); /* with thread=single every vCPU shares one host thread: a second adds no speed */
 	ARG("-m");
 	ARG("%llum", (unsigned long long)(l->ram_bytes >> 20));
 	ARG("-object");

@@ -94,6 +94,8 @@ report(int fd)
 	return 0;
 }
 
+static int snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv);
+
 int
 main(int argc, char **argv)
 {
@@ -256,17 +258,17 @@ main(int argc, char **argv)
 		int fds[IPC_MAX_FDS];
 		size_t n = 0;
 		int r = await(fd, &resp, fds, &n);
-		struct stat st;
+		struct stat nst;
 		if (r < 0 || resp->error) {
 			printf("error %d %s\n", r < 0 ? r : resp->error,
 			       r < 0 ? strerror(-r) : resp->message);
 			return 1;
 		}
-		if (n != 1 || fstat(fds[0], &st) < 0) {
+		if (n != 1 || fstat(fds[0], &nst) < 0) {
 			printf("error no fd\n");
 			return 1;
 		}
-		printf("ns %llu\n", (unsigned long long)st.st_ino);
+		printf("ns %llu\n", (unsigned long long)nst.st_ino);
 		return 0;
 	}
 	if (!strcmp(mode, "claim-hold")) {
@@ -434,7 +436,6 @@ main(int argc, char **argv)
 		       (long long)so.st_size, (long long)se.st_size, tail);
 		return 0;
 	}
-	int snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv);
 	if (!strncmp(mode, "snap-", 5))
 		return snapshotd_poke(fd, &req, argc, argv);
 	fprintf(stderr, "unknown mode %s\n", mode);
@@ -494,7 +495,7 @@ snap_big(size_t n)
 	return s;
 }
 
-int
+static int
 snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 {
 	const char *mode = argv[2];

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Attacks on the image and guest-RAM files root writes for sandboxes (issue 11, items 1, 2 and
-# the microVM exec bound of 12), made for real:
+# Attacks on the image and guest-RAM files root writes for sandboxes, and on the microVM exec
+# bound, made for real:
 # - a compromised supervisor: a protobuf peer speaking netnsd's protocol as uid warren hands
 #   netnsd hostile image directories for a checkpoint or a restore (a directory of its own, one
 #   whose state/ram/checkpoint.img are symlinks to a root-owned canary, the store itself,
@@ -134,7 +134,7 @@ expect "the sandbox still answers" gvisor_goes_on
 backends=$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager Backends)
 if grep -q '"microvm"' <<<"$backends"; then
 	vm=
-	for attempt in 1 2; do # TCG boots hang now and then (FACTS.md): one retry
+	for attempt in 1 2; do # TCG boots hang now and then (docs/MICROVM.md): one retry
 		out=$(mgr CreateSandbox sa{sv} web 3 wait b true backend s microvm start_timeout_ms u 60000 2>&1) &&
 			{ vm=$(echo "$out" | awk '{print $2}' | tr -d '"'); break; }
 		log "microVM create attempt $attempt failed: $out"

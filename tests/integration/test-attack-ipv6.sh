@@ -1,5 +1,5 @@
 #!/bin/bash
-# A local user reaches a slot over IPv6 (issue 11, item 5): the output rule `oifname "<prefix>*"
+# A local user reaches a slot over IPv6: the output rule `oifname "<prefix>*"
 # meta skuid != { 0, gateway }` is what keeps host processes other than root and the gateway off
 # a slot's veth for every address family (the subnet rule names IPv4 only). Made for real: a
 # slot of the real netnsd gets a ULA address and a TCP listener inside its namespace (the one

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Log injection by a compromised supervisor (redteam review of issue 11): a protobuf peer as uid
+# Log injection by a compromised supervisor: a protobuf peer as uid
 # warren hands netnsd an image directory whose name holds a newline and a syslog priority
 # prefix. The spawner refuses it and logs why, with the path; 0.2.0's logger wrote the path raw,
 # so the name became a line of its own -- under systemd a journal entry of any priority, in

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A member of group warren adds templates without end (redteam review of issue 11): each is a
+# A member of group warren adds templates without end: each is a
 # record in the supervisor's state directory and in its memory (up to 512 KiB), so 0.2.0's
 # AddTemplate let any group member fill the state disk. What must hold: beyond --max-templates,
 # AddTemplate is refused, nothing more is saved, and the supervisor still serves. Positive

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Hostile template root filesystems (issue 11, item 7): netnsd's spawner, the privileged side,
+# Hostile template root filesystems: netnsd's spawner, the privileged side,
 # refuses a rootfs holding a device node, a directory others may write, an entry or a path
 # component not owned by root, or a mount point, whatever the supervisor says; runsc gets the
 # tree that was checked, by fd (a symlink swapped in during the spawns never becomes the root of

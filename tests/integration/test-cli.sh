@@ -1,5 +1,5 @@
 #!/bin/bash
-# warrenctl follows podman's and machinectl's conventions (issue 15): --help for every command
+# warrenctl follows podman's and machinectl's conventions: --help for every command
 # and --version; options after the command parsed and unknown ones refused (status 2); sandbox
 # ids by unique prefix (an ambiguous or unknown prefix refused, naming no D-Bus object or
 # method); list/ps with backend, age, state, reason and memory in --json and --format; inspect;

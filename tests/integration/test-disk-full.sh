@@ -1,5 +1,5 @@
 #!/bin/bash
-# Disk full (issue 12): the image store is a small loop-mounted ext4 file system. A snapshot that
+# Disk full: the image store is a small loop-mounted ext4 file system. A snapshot that
 # cannot fit is refused before the sandbox is touched (SnapshotFailed naming the free space and
 # what it needs), the sandbox keeps running (the same runtime, answering), no partial image
 # remains; after space is freed the next snapshot of the same sandbox works (the positive

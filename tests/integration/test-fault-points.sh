@@ -1,5 +1,5 @@
 #!/bin/bash
-# Fault points (issue 12): each daemon, started with WARREN_FAULT=<step>, kills itself with
+# Fault points: each daemon, started with WARREN_FAULT=<step>, kills itself with
 # SIGKILL at that step of an operation; it is then started again without the fault, and what
 # must hold is checked: the sandbox that ran before the step (`keep`) still runs, is the same
 # runtime and answers through the gateway; the operation in flight is done or failed with a

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Restart without loss, the gateway's side (issue 12): routes are the supervisor's to give, so
+# Restart without loss, the gateway's side: routes are the supervisor's to give, so
 # while the supervisor is away, or a restarted gateway has not got them all yet, a request for a
 # sandbox the gateway does not know is answered 503 with Retry-After, never 404 (the sandbox may
 # exist) and never routed elsewhere; sandboxes it knows keep answering. Once a supervisor has

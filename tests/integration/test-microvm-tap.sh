@@ -10,7 +10,7 @@ warren_start --vm-net=tap
 
 vm_create() {
 	local out
-	for attempt in 1 2; do # TCG boots hang now and then (FACTS.md): one retry
+	for attempt in 1 2; do # TCG boots hang now and then (docs/MICROVM.md): one retry
 		out=$(mgr CreateSandbox sa{sv} web 3 wait b true backend s microvm start_timeout_ms u 60000 2>&1) &&
 			{ echo "$out" | awk '{print $2}' | tr -d '"'; return 0; }
 		log "create attempt $attempt failed: $out"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Restart without loss (issue 12): kill -9 of netnsd, of its spawner, or of both leaves every
+# Restart without loss: kill -9 of netnsd, of its spawner, or of both leaves every
 # sandbox running, on both backends: a gVisor sandbox running, one frozen, and a QEMU microVM
 # keep their runtimes (same pids), slots (veths), cgroups and nftables rules; they answer
 # through the gateway while netnsd is down, the restarted netnsd adopts them (ListSandboxes),

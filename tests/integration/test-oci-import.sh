@@ -1,5 +1,5 @@
 #!/bin/bash
-# Templates from OCI images (issue 15): an image built here with umoci from a directory (static
+# Templates from OCI images: an image built here with umoci from a directory (static
 # busybox httpd and a page; env, working directory, user and port in its config) is imported
 # with `warrenctl template import`, serves its page through the gateway on gVisor and on a
 # microVM, and its program runs with the image's env, cwd and user. Then hostile images: a layer

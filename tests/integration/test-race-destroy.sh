@@ -1,5 +1,5 @@
 #!/bin/bash
-# Races (issue 12): a Destroy that arrives while a Snapshot checkpoints the sandbox waits behind
+# Races: a Destroy that arrives while a Snapshot checkpoints the sandbox waits behind
 # the checkpoint in netnsd's spawner instead of being refused with EBUSY, and afterwards nothing
 # of the sandbox is left (runtime, cgroup, bundle, record, slot); the Snapshot is either done
 # (its tag sealed) or failed with a named error. The same Destroy without a Snapshot is the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Soak, the CI version (issue 12): 100 create/destroy cycles and 10 fork-of-5/destroy cycles
+# Soak, the CI version: 100 create/destroy cycles and 10 fork-of-5/destroy cycles
 # (SOAK_CYCLES, SOAK_FORKS, SOAK_FORK_N for the long one: bench/soak.sh). From a sample after
 # the first 10 cycles to the end, each daemon's (and the spawner's) open fds are the same (+-2),
 # each daemon's RSS grows by less than 8 MiB, and the host's network namespaces, the sandbox

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Per-template pids and CPU bounds (issue 11, item 12): AddTemplate's "pids" and "cpu_millis"
+# Per-template pids and CPU bounds: AddTemplate's "pids" and "cpu_millis"
 # options are checked (out of range: InvalidArgument, nothing saved), saved, and reach the
 # sandbox's cgroup: runsc's config.json for a gVisor sandbox, the VMM's cgroup for a microVM
 # (where QEMU is here). netnsd's --sandbox-pids/--sandbox-cpus stay the caps: a template asking
@@ -53,7 +53,7 @@ warrenctl destroy "$id" "$id2" "$id3" >/dev/null 2>&1 || true
 backends=$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager Backends)
 if grep -q '"microvm"' <<<"$backends"; then
 	vm=
-	for attempt in 1 2; do # TCG boots hang now and then (FACTS.md): one retry
+	for attempt in 1 2; do # TCG boots hang now and then (docs/MICROVM.md): one retry
 		out=$(mgr CreateSandbox sa{sv} lim 3 wait b true backend s microvm start_timeout_ms u 60000 2>&1) &&
 			{ vm=$(echo "$out" | awk '{print $2}' | tr -d '"'); break; }
 		log "microVM create attempt $attempt failed: $out"

@@ -203,7 +203,7 @@ test_record_load_refuses(void **state)
 	char nul[] = "rootfs=/t\nport=80\nmemory=67108864\narg=x\0y\n";
 	struct template_record r;
 	assert_int_equal(template_record_parse(nul, sizeof nul - 1, &r, NULL, 0), -EBADMSG);
-	/* env, cwd, user (issue 15): escaped like argv, checked on load */
+	/* env, cwd, user: escaped like argv, checked on load */
 	assert_int_equal(parse("format=2\n" BASE
 			       "arg=x\nenv=A=1\nenv=B=100%25\ncwd=/www\nuid=1000\ngid=1000\n"),
 			 0);
