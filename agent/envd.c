@@ -640,7 +640,9 @@ id_name(const char *file, unsigned id, char *out, size_t size)
 		if (!c2 || strtoul(c2 + 1, NULL, 10) != id || c2[1] < '0' || c2[1] > '9')
 			continue;
 		*c1 = 0;
-		snprintf(out, size, "%s", line);
+		size_t n = strnlen(line, size - 1); /* a longer name is cut, as before */
+		memcpy(out, line, n);
+		out[n] = 0;
 		break;
 	}
 	if (f)

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void sandbox_dbus_set_cgroup_parent(const char *p);
 
 static void
 usage(void)

@@ -684,8 +684,6 @@ sandbox_ready(struct sandbox *sb)
 		warm_sandbox_ready(sb);
 }
 
-void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
-
 void
 sandbox_on_event(const IpcResponse *ev)
 {

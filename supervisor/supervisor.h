@@ -210,6 +210,7 @@ int sandbox_dbus_init(struct supervisor *s);
 void sandbox_dbus_emit_new(struct sandbox *sb, bool added);
 void sandbox_dbus_emit_state(struct sandbox *sb);
 const char *sandbox_dbus_cgroup_parent(void); /* where netnsd puts sandbox cgroups */
+void sandbox_dbus_set_cgroup_parent(const char *p);
 
 /* journal.c: log lines to journald with SANDBOX_ID=, TEMPLATE=, BACKEND= (force, or when
  * stderr is the journal) */

@@ -98,7 +98,7 @@ static int
 mp_begin(struct envd_multipart *m, void *ud)
 {
 	struct mp_out *o = ud;
-	snprintf(o->names[o->parts++ & 3], 64, "%s", m->filename);
+	snprintf(o->names[o->parts++ & 3], 64, "%.63s", m->filename);
 	return 0;
 }
 
