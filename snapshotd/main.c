@@ -63,6 +63,7 @@ main(int argc, char **argv)
 	s.zstd_level = 3;
 	s.cache_dir = "/dev/shm/warren-images";
 	s.store_reserve = 16ull << 20;
+	s.reclaim_min = 2ull << 20;
 	bool measure_disk = false;
 	static const struct option opts[] = {{"store", required_argument, NULL, 's'},
 					     {"compress-below", required_argument, NULL, 'b'},
@@ -72,6 +73,7 @@ main(int argc, char **argv)
 					     {"reclaim-dir", required_argument, NULL, 'r'},
 					     {"cgroup-parent", required_argument, NULL, 'c'},
 					     {"store-reserve", required_argument, NULL, 'R'},
+					     {"reclaim-min", required_argument, NULL, 'M'},
 					     {"help", no_argument, NULL, 'h'},
 					     DAEMON_COMMON_OPTIONS,
 					     {}};
@@ -98,6 +100,8 @@ main(int argc, char **argv)
 			measure_disk = true;
 		else if (c == 'R')
 			s.store_reserve = strtoull(optarg, NULL, 10) << 20;
+		else if (c == 'M')
+			s.reclaim_min = strtoull(optarg, NULL, 10) << 20;
 		else {
 			printf("Usage: warren-snapshotd [--store DIR] [--reclaim-dir DIR] "
 			       "[--cgroup-parent "
@@ -110,6 +114,8 @@ main(int argc, char **argv)
 			       "writes slower "
 			       "(default 500, 0 never)\n"
 			       "  --zstd-level N         (default 3)\n"
+			       "  --reclaim-min MIB      a frozen sandbox holding less is not "
+			       "reclaimed (default 2)\n"
 			       "  --image-cache DIR      decompressed images (default "
 			       "/dev/shm/warren-images)\n"
 			       "  --measure-disk         measure the store disk's write speed "

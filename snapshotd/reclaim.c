@@ -22,8 +22,6 @@
 
 #define PASS_INTERVAL_US 100000
 #define RECLAIM_BUDGET_US 3000000
-/* Below this a sandbox is not worth it (the web template holds ~12 MiB), and a thaw would wait. */
-#define RECLAIM_MIN_BYTES (16ull << 20)
 #define ZSWAP "/sys/module/zswap/parameters/"
 
 static const char *const zswap_params[] = {"enabled", "compressor", "max_pool_percent"};
@@ -325,7 +323,7 @@ reclaim_start(struct snapshotd *s, struct ipc_call *call)
 	j->s = s;
 	cgroup_memory_usage(j->rel, &j->before);
 	j->t0 = now_usec();
-	if (j->before < RECLAIM_MIN_BYTES) {
+	if (j->before < s->reclaim_min) {
 		j->call = ipc_call_defer(call);
 		j->timer = evtimer_new(s->dc.base, job_pass, j);
 		job_finish(j, 0, NULL);

@@ -12,6 +12,11 @@ struct snapshotd {
 	const char *cgroup_parent;
 	unsigned compress_below; /* MB/s; 0: never compress */
 	int zstd_level;
+	/* A frozen sandbox holding less is left as it is. Not higher: an idle `web` sandbox holds
+	 * ~12 MiB (10 of them the sentry's and gofer's Go heaps), which reclaim takes down to
+	 * ~6 MiB in all, for a first request answered in ~30 ms instead of ~20
+	 * (bench/bench-density.sh, 40 sandboxes, --reclaim-min 16 vs 0). */
+	uint64_t reclaim_min;
 	const char *cache_dir; /* decompressed images, on tmpfs */
 	/* zswap's enabled, compressor, max_pool_percent (root's 0644 in /sys/module), opened for
 	 * writing before the drop: reclaim sets them through these, with no CAP_DAC_OVERRIDE;
