@@ -10,6 +10,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "logs.h"
+#include "owner.h"
 #include "supervisor.h"
 
 #include <errno.h>
@@ -91,14 +92,9 @@ int
 method_agent_token(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
 	struct sandbox *sb = ud;
-	uid_t uid;
-	int r = logs_sender_uid(m, &uid);
+	int r = owner_check(m, sb, "read the agent token of", err);
 	if (r < 0)
-		return sd_bus_error_setf(err, SD_BUS_ERROR_ACCESS_DENIED, "Cannot tell who asks");
-	if (uid != 0 && uid != logs_owner_get(sb->id))
-		return sd_bus_error_setf(
-			err, SD_BUS_ERROR_ACCESS_DENIED,
-			"The agent token of sandbox %s is its creator's (and root's)", sb->id);
+		return r;
 	char tok[AGENT_TOKEN_LEN + 1];
 	r = agent_token_get(sb->id, tok);
 	if (r < 0) {

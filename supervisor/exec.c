@@ -16,6 +16,7 @@
 #include "operation.h"
 #include "netnsd-client.h"
 #include "macro.h"
+#include "owner.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -222,6 +223,8 @@ method_exec(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (r < 0)
 		return r;
 	struct sandbox *sb = ud;
+	if ((r = owner_check(m, sb, "run a command in", err)) < 0)
+		return r;
 	char **argv = NULL;
 	r = sd_bus_message_read_strv(m, &argv);
 	if (r < 0)

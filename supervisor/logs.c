@@ -14,6 +14,7 @@
 #include "operation.h"
 #include "netnsd-client.h"
 #include "macro.h"
+#include "owner.h"
 #include "supervisor.h"
 
 #include <fcntl.h>
@@ -145,14 +146,8 @@ method_open_logs(sd_bus_message *m, void *ud, sd_bus_error *err)
 	}
 	if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0)
 		return r;
-	uid_t uid;
-	r = logs_sender_uid(m, &uid);
-	if (r < 0)
-		return sd_bus_error_setf(err, SD_BUS_ERROR_ACCESS_DENIED, "Cannot tell who asks");
-	if (uid != 0 && uid != logs_owner_get(sb->id))
-		return sd_bus_error_setf(err, SD_BUS_ERROR_ACCESS_DENIED,
-					 "The logs of sandbox %s are its creator's (and root's)",
-					 sb->id);
+	if ((r = owner_check(m, sb, "read the logs of", err)) < 0)
+		return r;
 	/* an exited or failed sandbox's log is kept by the spawner after its runtime is gone */
 	if (sb->state == SANDBOX_CREATING || sb->state == SANDBOX_DESTROYING ||
 	    (!sb->runtime_alive && sb->state != SANDBOX_EXITED && sb->state != SANDBOX_FAILED))

@@ -8,6 +8,7 @@
 #include "exec.h"
 #include "agent-token.h"
 #include "logs.h"
+#include "owner.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -62,6 +63,8 @@ method_destroy(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (rc_ < 0)
 		return rc_;
 	struct sandbox *sb = ud;
+	if ((rc_ = owner_check(m, sb, "destroy", err)) < 0)
+		return rc_;
 	sandbox_destroy(sb);
 	return sd_bus_reply_method_return(m, "");
 }
@@ -74,6 +77,8 @@ method_freeze(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return rc_;
 	struct sandbox *sb = ud;
 	bool freeze = !strcmp(sd_bus_message_get_member(m), "Freeze");
+	if ((rc_ = owner_check(m, sb, freeze ? "freeze" : "thaw", err)) < 0)
+		return rc_;
 	enum sandbox_state need = freeze ? SANDBOX_RUNNING : SANDBOX_FROZEN;
 	if (sb->state == (freeze ? SANDBOX_FROZEN : SANDBOX_RUNNING))
 		return sd_bus_reply_method_return(m, "");

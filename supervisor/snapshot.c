@@ -15,6 +15,7 @@
 #include "exec.h"
 #include "logs.h"
 #include "metrics.h"
+#include "owner.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -407,6 +408,8 @@ method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
 	r = dbus_input_user_tag(tag, err);
 	if (r < 0)
 		return r;
+	if ((r = owner_check(m, ud, "snapshot", err)) < 0)
+		return r;
 	return snapshot_start(ud, m, tag, 0, false, err);
 }
 
@@ -425,8 +428,10 @@ method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (r < 0)
 		return r;
 	struct sandbox *sb = sandbox_find(sup, id);
-	if (!sb)
+	if (!sb || !sandbox_visible(sb))
 		return sd_bus_error_setf(err, ERR("NoSuchSandbox"), "No sandbox %s", id);
+	if ((r = owner_check(m, sb, "branch", err)) < 0)
+		return r;
 	if (count < 1 || count > 200)
 		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
 	return snapshot_start(sb, m, tag, count, false, err);
