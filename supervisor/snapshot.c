@@ -171,6 +171,8 @@ method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return r;
 	if (count < 1 || count > 200)
 		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
+	if ((r = tag_owner_check(m, tag, "fork", err)) < 0)
+		return r;
 	struct operation *op = operation_new(m);
 	r = fork_start(&op, tag, count);
 	if (r < 0) {
@@ -248,6 +250,8 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		sn->size = resp->commit_image->image->size;
 		progress("snapshot", sn->tag, "sealed", 3, 3);
 		metrics_snapshot_done(backend_to_string(sb ? sb->backend : BACKEND_GVISOR), sn->t0);
+		if (sn->op)
+			tag_owner_set(sn->tag, operation_message(sn->op));
 		log_info("Sandbox %s: image %s sealed (%llu KiB) %llu ms after the pause began",
 			 sn->id, sn->tag, (unsigned long long)(sn->size >> 10),
 			 (unsigned long long)((now_usec() - sn->t0) / 1000));
@@ -482,16 +486,24 @@ method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
 	return 1;
 }
 
+struct remove_tag {
+	struct operation *op;
+	char tag[33];
+};
+
 static void
 remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
-	struct operation *op = ud;
+	struct remove_tag *rt = ud;
 	ipc_close_fds(fds, n_fds);
 	if (r < 0)
-		operation_error(&op, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"),
+		operation_error(&rt->op, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"),
 				"%s", helper_message(resp, strerror(-r)));
-	else
-		operation_return(&op, "");
+	else {
+		tag_owner_remove(rt->tag);
+		operation_return(&rt->op, "");
+	}
+	free(rt);
 }
 
 int
@@ -510,6 +522,8 @@ method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 		r = dbus_input_user_tag(tag, err);
 		if (r < 0)
 			return r;
+		if ((r = tag_owner_check(m, tag, "remove", err)) < 0)
+			return r;
 	}
 	for (struct sandbox *sb = sup->sandboxes; sb; sb = sb->next)
 		if (sb->spawning && !strcmp(sb->restoring_tag, tag))
@@ -517,11 +531,15 @@ method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 						 "Sandbox %s is being restored from %s; try again "
 						 "once it runs",
 						 sb->id, tag);
-	struct operation *op = operation_new(m);
-	if (!op)
+	struct remove_tag *rt = calloc(1, sizeof *rt);
+	if (!rt || !(rt->op = operation_new(m))) {
+		free(rt);
 		return -ENOMEM;
-	if (image_remove_call(tag, remove_tag_done, op) < 0) {
-		operation_cancel(&op);
+	}
+	snprintf(rt->tag, sizeof rt->tag, "%s", tag);
+	if (image_remove_call(tag, remove_tag_done, rt) < 0) {
+		operation_cancel(&rt->op);
+		free(rt);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
 					 "snapshotd is not connected");
 	}

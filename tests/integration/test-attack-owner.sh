@@ -1,8 +1,9 @@
 #!/bin/bash
 # Attack: a second member of group warren (the bus policy lets every member call the API) goes
 # after another user's sandbox: Destroy, Exec, ExecWithOptions, Freeze, Thaw, Snapshot into a
-# tag of its own, BranchSandbox, OpenLogs, AgentToken. Each is refused AccessDenied and changes
-# nothing: the sandbox still runs and answers, no tag appears. `nobody` is stopped by the bus
+# tag of its own, BranchSandbox, OpenLogs, AgentToken, and ForkTag/RemoveTag of the other's tag.
+# Each is refused AccessDenied and changes nothing: the sandbox still runs and answers, no tag
+# appears, the other's tag stays. `nobody` is stopped by the bus
 # policy. Positive controls: the creator and root do each of these; the second user does them
 # on its own sandbox.
 source "$(dirname "$0")/lib.sh"
@@ -67,6 +68,15 @@ expect "root runs a command in $A's sandbox ($out)" grep -qx "root" <<<"$out"
 expect "$A snapshots it" sbcall $A "$a" Snapshot s owned-$K
 tag_exists() { mgr ListTags | grep -q "owned-$K"; }
 expect "its tag exists" tag_exists
+opmgr() { as "$1" busctl --system call org.warren.Warren1 /org/warren/Warren1 \
+	org.warren.Warren1.Manager "${@:2}" 2>&1; }
+refused "$B: ForkTag of $A's tag" "$(opmgr $B ForkTag su "owned-$K" 1 || true)"
+refused "$B: RemoveTag of $A's tag" "$(opmgr $B RemoveTag s "owned-$K" || true)"
+expect "the tag is still there" tag_exists
+kid=$(opmgr $A ForkTag su "owned-$K" 1 | grep -o '"[0-9a-f]\{12\}"' | tr -d '"')
+expect "$A forks its own tag ($kid)" wait_for 30 answers "$kid"
+expect "$A destroys the child it forked" sbcall $A "$kid" Destroy
+expect "$A removes its own tag" opmgr $A RemoveTag s "owned-$K"
 own_token() { sbcall $B "$b" AgentToken | grep -qE '"[0-9a-f]{64}"'; }
 expect "$B reads its own sandbox's agent token" own_token
 expect "$B destroys its own sandbox" sbcall $B "$b" Destroy
