@@ -543,6 +543,37 @@ def bench_snapshot(quick):
             row("fork of an app tag: 10 children answering", app_w, app_b, "10 plain `runsc restore` at once")]
 
 
+def bench_fork(quick):
+    """Only the web fork rows (1, 5, 20, 100 children against as many plain restores, same run):
+    the fork of 100 on its own takes minutes, the whole snapshot part half an hour"""
+    rounds = 1 if quick else 5
+    res = {n: ([], []) for n in (1, 5, 20, 100)}
+    _, parent = warren_create("web")
+    for rnd in range(rounds):
+        for count in (1, 5, 20, 100):
+            if count == 100 and rnd >= (1 if quick else 2):
+                continue
+            tag = f"benchf{rnd}{count}{int(time.time()) % 100000}"
+            sh(["warrenctl", "snapshot", parent, tag])
+            must_http(f"http://127.0.0.1:8300/s/{parent}/", f"snapshotted parent {parent}",
+                      interval=0.005)
+            w, b = fork_vs_plain(tag, count, f"benchrf{rnd}{count}",
+                                 timeout=120 if count == 100 else 60,
+                                 interval=0.01 if count == 100 else 0.005)
+            print(f"  round {rnd} fork of {count}: {w:.0f} ms, plain {b:.0f} ms (x{w / b:.2f}), "
+                  f"load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+            res[count][0].append(w)
+            res[count][1].append(b)
+            sh(["warrenctl", "rmtag", tag])
+    warren_destroy(parent)
+    return [row("fork of a web tag: 1 child answering", *res[1], "plain `runsc restore` of the image"),
+            row("fork of a web tag: 5 children answering", *res[5], "5 plain `runsc restore` at once"),
+            row("fork of a web tag: 20 children answering", *res[20],
+                "20 plain `runsc restore` at once", target="<= 0.5x"),
+            row("fork of a web tag: 100 children answering", *res[100],
+                "100 plain `runsc restore` at once", target="<= 3.7 s")]
+
+
 # ---------------------------------------------------------------- microVM (qemu driver, TCG here)
 
 VM_KERNEL = "/var/lib/warren/vm/vmlinuz"
@@ -919,13 +950,16 @@ def main():
     ap.add_argument("--only-snapshot", action="store_true", help="run only the snapshot rows")
     ap.add_argument("--only-microvm", action="store_true", help="run only the microVM rows")
     ap.add_argument("--only-compression", action="store_true", help="run only the zstd rows")
+    ap.add_argument("--only-fork", action="store_true",
+                    help="run only the web fork rows (1, 5, 20, 100 children)")
     a = ap.parse_args()
-    if a.only_reclaim or a.only_snapshot or a.only_microvm or a.only_compression:
-        if a.only_snapshot:
+    if a.only_reclaim or a.only_snapshot or a.only_microvm or a.only_compression or a.only_fork:
+        if a.only_snapshot or a.only_fork:
             os.makedirs(RUNSC_ROOT, exist_ok=True)
         rows = (bench_reclaim(a.quick) if a.only_reclaim else
                 bench_microvm(a.quick) if a.only_microvm else
-                bench_compression(a.quick) if a.only_compression else bench_snapshot(a.quick))
+                bench_compression(a.quick) if a.only_compression else
+                bench_fork(a.quick) if a.only_fork else bench_snapshot(a.quick))
         if a.quick:
             return
         # replace the reclaim rows of the last full run and re-render

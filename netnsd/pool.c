@@ -193,6 +193,7 @@ build_some(evutil_socket_t fd, short what, void *arg)
 	struct pool *p = arg;
 	unsigned done = 0;
 	struct slot *s;
+	uint64_t t0 = now_usec();
 	while (done < BUILD_BATCH && (s = next_to_build(p))) {
 		bool owed = slot_owed(p, s);
 		if (slot_build(p, s) < 0) {
@@ -213,6 +214,9 @@ build_some(evutil_socket_t fd, short what, void *arg)
 		p->built++;
 		done++;
 	}
+	if (done)
+		log_debug("Pool: built %u slots in %llu us (%u built, %u claimed)", done,
+			  (unsigned long long)(now_usec() - t0), p->built, claimed_count(p));
 	if (done && p->available)
 		p->available(p, p->ud);
 	if (next_to_build(p)) {

@@ -405,6 +405,16 @@ run_in_slot(struct sb *sb, char **argv, int out_fd, int err_fd, bool for_run)
 	_exit(127);
 }
 
+/* runsc commands and helpers under way (the debug log's measure of how many share the CPU) */
+static unsigned
+cmds_running(void)
+{
+	unsigned n = 0;
+	for (struct cmd *c = cmds; c; c = c->next)
+		n++;
+	return n;
+}
+
 static int
 cmd_start(enum cmd_kind kind, struct sb *sb, struct ipc_call *call, char **argv, int out_fd,
 	  int err_fd)
@@ -696,6 +706,9 @@ cmd_done(struct cmd *c, int status)
 	bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	switch (c->kind) {
 	case CMD_RUN: {
+		log_debug("Sandbox %s: runsc %s took %llu ms (%u commands running)", sb->id,
+			  c->image.fd >= 0 ? "restore" : "run",
+			  (unsigned long long)(mono_usec() - c->started_us) / 1000, cmds_running());
 		char path[400], pidbuf[32];
 		int kr = 0;
 		snprintf(path, sizeof path, "%s/pid", sb->bundle);
@@ -1109,6 +1122,7 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 		return r;
 	}
 	cmds->image.fd = image_fd;
+	cmds->started_us = mono_usec(); /* for the debug log of how long runsc took */
 	return IPC_DEFER;
 }
 
