@@ -24,12 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void
-owner_path(const char *id, char *path, size_t size)
-{
-	snprintf(path, size, "%s/owners/%s", sup->state_dir, id);
-}
-
 int
 logs_sender_uid(sd_bus_message *m, uid_t *uid)
 {
@@ -45,48 +39,25 @@ logs_sender_uid(sd_bus_message *m, uid_t *uid)
 void
 logs_owner_set(const char *id, sd_bus_message *m)
 {
-	uid_t uid;
 	if (!m || !sandbox_id_valid(id))
 		return;
-	int r = logs_sender_uid(m, &uid);
-	if (r < 0) {
-		log_warning_errno(r,
-				  "Sandbox %s: cannot tell who created it (%m): its logs are "
-				  "root's alone",
-				  id);
-		return;
-	}
-	char path[512], buf[32];
-	snprintf(path, sizeof path, "%s/owners", sup->state_dir);
-	mkdir_p(path, 0700);
-	owner_path(id, path, sizeof path);
-	int n = snprintf(buf, sizeof buf, "%u\n", (unsigned)uid);
-	r = file_write_atomic(path, buf, (size_t)n, 0600, false);
+	int r = owner_record_set("owners", id, m);
 	if (r < 0)
-		log_warning_errno(r, "Sandbox %s: cannot record its owner: %m", id);
+		log_warning_errno(
+			r, "Sandbox %s: cannot record who created it (%m): it is root's alone", id);
 }
 
 void
 logs_owner_remove(const char *id)
 {
-	char path[512];
-	if (!sandbox_id_valid(id))
-		return;
-	owner_path(id, path, sizeof path);
-	unlink(path);
+	if (sandbox_id_valid(id))
+		owner_record_remove("owners", id);
 }
 
-/* The owner's uid; 0 (root's alone) when none is recorded. */
 uid_t
 logs_owner_get(const char *id)
 {
-	char path[512], buf[32];
-	owner_path(id, path, sizeof path);
-	if (file_read_line(path, buf, sizeof buf) < 0)
-		return 0;
-	char *end;
-	unsigned long v = strtoul(buf, &end, 10);
-	return *end || v > 0xfffffffeUL ? 0 : (uid_t)v;
+	return sandbox_id_valid(id) ? owner_record_get("owners", id) : 0;
 }
 
 struct open_logs_ctx {

@@ -29,44 +29,59 @@ owner_check(sd_bus_message *m, const struct sandbox *sb, const char *what, sd_bu
 				 sb->id, what);
 }
 
-/* <state-dir>/tag-owners/<tag>: the tag is a user tag ([a-z0-9_-], checked before any call
- * here), so it is a plain file name */
-static void
-tag_owner_path(const char *tag, char *path, size_t size)
+/* <state-dir>/<dir>/<name>: the uid, one line, 0600 in the supervisor's own directory; the
+ * caller checked name (a sandbox id or a user tag), so it is a plain file name */
+int
+owner_record_set(const char *dir, const char *name, sd_bus_message *m)
 {
-	snprintf(path, size, "%s/tag-owners/%s", sup->state_dir, tag);
+	uid_t uid;
+	int r = logs_sender_uid(m, &uid);
+	if (r < 0)
+		return r;
+	char path[512], buf[32];
+	snprintf(path, sizeof path, "%s/%s", sup->state_dir, dir);
+	mkdir_p(path, 0700);
+	snprintf(path, sizeof path, "%s/%s/%s", sup->state_dir, dir, name);
+	int n = snprintf(buf, sizeof buf, "%u\n", (unsigned)uid);
+	return file_write_atomic(path, buf, (size_t)n, 0600, false);
+}
+
+uid_t
+owner_record_get(const char *dir, const char *name)
+{
+	char path[512], buf[32];
+	snprintf(path, sizeof path, "%s/%s/%s", sup->state_dir, dir, name);
+	if (file_read_line(path, buf, sizeof buf) < 0)
+		return 0;
+	char *end;
+	unsigned long v = strtoul(buf, &end, 10);
+	return *end || v > 0xfffffffeUL ? 0 : (uid_t)v;
+}
+
+void
+owner_record_remove(const char *dir, const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s/%s", sup->state_dir, dir, name);
+	unlink(path);
 }
 
 void
 tag_owner_set(const char *tag, sd_bus_message *m)
 {
-	uid_t uid;
 	if (!m || !template_name_valid(tag))
 		return;
-	int r = logs_sender_uid(m, &uid);
-	if (r < 0) {
-		log_warning_errno(r, "Tag %s: cannot tell who made it (%m): it is root's alone",
-				  tag);
-		return;
-	}
-	char path[512], buf[32];
-	snprintf(path, sizeof path, "%s/tag-owners", sup->state_dir);
-	mkdir_p(path, 0700);
-	tag_owner_path(tag, path, sizeof path);
-	int n = snprintf(buf, sizeof buf, "%u\n", (unsigned)uid);
-	r = file_write_atomic(path, buf, (size_t)n, 0600, false);
+	int r = owner_record_set("tag-owners", tag, m);
 	if (r < 0)
-		log_warning_errno(r, "Tag %s: cannot record its owner: %m", tag);
+		log_warning_errno(r, "Tag %s: cannot record who made it (%m): it is root's alone",
+				  tag);
 }
 
 void
 tag_owner_remove(const char *tag)
 {
-	char path[512];
-	if (!template_name_valid(tag))
-		return;
-	tag_owner_path(tag, path, sizeof path);
-	unlink(path);
+	if (template_name_valid(tag))
+		owner_record_remove("tag-owners", tag);
 }
 
 int
@@ -75,16 +90,9 @@ tag_owner_check(sd_bus_message *m, const char *tag, const char *what, sd_bus_err
 	uid_t uid;
 	if (logs_sender_uid(m, &uid) < 0)
 		return sd_bus_error_setf(err, SD_BUS_ERROR_ACCESS_DENIED, "Cannot tell who asks");
-	if (uid == 0)
+	/* a tag with no record reads as 0: root's alone */
+	if (uid == 0 || (template_name_valid(tag) && owner_record_get("tag-owners", tag) == uid))
 		return 0;
-	char path[512], buf[32];
-	tag_owner_path(tag, path, sizeof path);
-	if (template_name_valid(tag) && file_read_line(path, buf, sizeof buf) == 0) {
-		char *end;
-		unsigned long v = strtoul(buf, &end, 10);
-		if (!*end && v == uid)
-			return 0;
-	}
 	return sd_bus_error_setf(err, SD_BUS_ERROR_ACCESS_DENIED,
 				 "Tag %s is not yours: only who snapshotted it and root may %s it",
 				 tag, what);

@@ -58,9 +58,8 @@ in_ns() { local ns; ns=$(ns_name "$1"); shift; nsenter --net="/run/netns/$ns" "$
 CLUSTER=""
 for j in 1 2 3; do CLUSTER+="${CLUSTER:+,}m$j=http://$NET.$((10 + j)):2380"; done
 ETCD_EPS=$NET.11:2379,$NET.12:2379,$NET.13:2379
-for j in 1 2 3; do
-	make_ns "e$j" "$NET.$((10 + j))"
-	install -d -m 0700 "$TM/etcd$j"
+start_etcd() { # start_etcd J: member mJ in its namespace (its data dir kept across restarts)
+	local j=$1
 	DAEMON_NETNS=$(ns_name "e$j") daemon "etcd$j" etcd --name "m$j" --data-dir "$TM/etcd$j" \
 		--listen-client-urls "http://$NET.$((10 + j)):2379" \
 		--advertise-client-urls "http://$NET.$((10 + j)):2379" \
@@ -68,6 +67,11 @@ for j in 1 2 3; do
 		--initial-advertise-peer-urls "http://$NET.$((10 + j)):2380" \
 		--initial-cluster "$CLUSTER" --initial-cluster-state new
 	eval "ETCD_PID_$j=\$PID_etcd$j"
+}
+for j in 1 2 3; do
+	make_ns "e$j" "$NET.$((10 + j))"
+	install -d -m 0700 "$TM/etcd$j"
+	start_etcd "$j"
 done
 etcd_healthy() { in_ns e1 etcdctl --endpoints "$ETCD_EPS" endpoint health; }
 expect "etcd's three members are healthy" wait_for 60 etcd_healthy
@@ -295,16 +299,9 @@ expect "and still answers" answers 2 "$H2_ID"
 
 # --- the etcd leader killed (the follower killed earlier is back first: two of three must
 # remain): the election is not visible at the front doors ---
-j=$VICTIM
-DAEMON_NETNS=$(ns_name "e$j") daemon "etcd$j" etcd --name "m$j" --data-dir "$TM/etcd$j" \
-	--listen-client-urls "http://$NET.$((10 + j)):2379" \
-	--advertise-client-urls "http://$NET.$((10 + j)):2379" \
-	--listen-peer-urls "http://$NET.$((10 + j)):2380" \
-	--initial-advertise-peer-urls "http://$NET.$((10 + j)):2380" \
-	--initial-cluster "$CLUSTER" --initial-cluster-state new
-eval "ETCD_PID_$j=\$PID_etcd$j"
+start_etcd "$VICTIM"
 all_healthy() { [ "$(in_ns e1 etcdctl --endpoints "$ETCD_EPS" endpoint health 2>&1 | grep -c 'is healthy')" = 3 ]; }
-expect "etcd member m$j is back: three healthy members" wait_for 60 all_healthy
+expect "etcd member m$VICTIM is back: three healthy members" wait_for 60 all_healthy
 # room for one create, so one of them writes to etcd while it elects
 ID_DEL=$(fd 1 GET /v1/sandboxes >/dev/null; jq_ 1 "[s['id'] for s in d['sandboxes'] if s['host']=='h1'][0]")
 hbus 1 busctl --system call org.warren.Warren1 "/org/warren/Warren1/sandbox/$ID_DEL" \
