@@ -304,6 +304,9 @@ sandbox_release(struct sandbox *sb, bool forget)
 	rl->forget = forget;
 	sb->slot = -1;
 	sb->nsfd = safe_close(sb->nsfd);
+	/* and the image it was restored from: nothing restores into a released slot, and
+	 * RemoveTag waits for every sandbox that still holds its tag's image */
+	sb->image_fd = safe_close(sb->image_fd);
 	if (!sb->runtime_alive) {
 		release_slot(rl);
 		return;

@@ -58,7 +58,11 @@ struct fork_job {
 	char error[256];
 	int image_fd;
 	uint64_t t0; /* monotonic, for the fork latency metric */
+	struct fork_job *next;
 };
+
+/* Fork jobs under way: from ForkTag until every child answered. RemoveTag asks it. */
+static struct fork_job *fork_jobs;
 
 static void
 fork_job_finish(struct fork_job *j)
@@ -82,6 +86,11 @@ fork_job_finish(struct fork_job *j)
 		free(j->ids[i]);
 	free(j->ids);
 	safe_close(j->image_fd);
+	for (struct fork_job **p = &fork_jobs; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			break;
+		}
 	free(j);
 }
 
@@ -147,6 +156,8 @@ fork_start(struct operation **op, const char *tag, unsigned count)
 	j->ids = calloc(count + 1, sizeof *j->ids);
 	j->image_fd = -1;
 	j->t0 = now_usec();
+	j->next = fork_jobs;
+	fork_jobs = j;
 	int r = image_open_call(tag, 60000, fork_open_done, j);
 	if (r < 0) {
 		*op = TAKE_PTR(j->op); /* the caller answers */
@@ -525,8 +536,17 @@ method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 		if ((r = tag_owner_check(m, tag, "remove", err)) < 0)
 			return r;
 	}
+	/* An image is a directory: removing it empties it under a restore that holds its fd, and
+	 * a sandbox holds that fd from its create (slot claim, route) until its runtime runs, not
+	 * only while netnsd restores it; a fork holds it from before its children exist. */
+	for (struct fork_job *j = fork_jobs; j; j = j->next)
+		if (!strcmp(j->tag, tag))
+			return sd_bus_error_setf(err, ERR("TagBusy"),
+						 "A fork of %s is under way; try again once its "
+						 "children run",
+						 tag);
 	for (struct sandbox *sb = sup->sandboxes; sb; sb = sb->next)
-		if (sb->spawning && !strcmp(sb->restoring_tag, tag))
+		if (sb->image_fd >= 0 && !strcmp(sb->restoring_tag, tag))
 			return sd_bus_error_setf(err, ERR("TagBusy"),
 						 "Sandbox %s is being restored from %s; try again "
 						 "once it runs",
