@@ -650,6 +650,12 @@ sandbox_snapshot_aborted(struct sandbox *sb)
 void
 sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t pause_started)
 {
+	/* Destroyed while its snapshot was written: the destroy gave back the slot and its
+	 * namespace, and its release removes the record; a restore now would bring it back */
+	if (sb->state == SANDBOX_DESTROYING) {
+		log_info("Sandbox %s was destroyed during its snapshot: not restored", sb->id);
+		return;
+	}
 	sb->runtime_alive = false;
 	sb->image_fd = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
 	snprintf(sb->restoring_tag, sizeof sb->restoring_tag, "%s", tag);
@@ -662,6 +668,8 @@ sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t paus
 void
 sandbox_restore_failed(struct sandbox *sb, const char *why)
 {
+	if (sb->state == SANDBOX_DESTROYING) /* as asked: nothing to report */
+		return;
 	sandbox_fail(sb, SANDBOX_FAILED, why);
 }
 
