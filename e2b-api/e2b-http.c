@@ -218,7 +218,8 @@ lifetime_push(struct e2b_api *a, const struct e2b_sandbox *s, uint64_t end_usec,
 				    s->auto_pause ? "pause" : "kill", e);
 	if (r < 0)
 		log_warning_errno(r, "Sandbox %s: SetTimeout %llu s failed: %s", s->id,
-				  (unsigned long long)seconds, e && e->message ? e->message : "%m");
+				  (unsigned long long)seconds,
+				  e && e->message ? e->message : strerror(-r));
 	return r;
 }
 
@@ -228,7 +229,7 @@ lifetime_clear(struct e2b_api *a, const struct e2b_sandbox *s, sd_bus_error *e)
 	int r = e2b_bus_set_timeout(a, s->id, 0, "", e);
 	if (r < 0)
 		log_warning_errno(r, "Sandbox %s: clearing its lifetime failed: %s", s->id,
-				  e && e->message ? e->message : "%m");
+				  e && e->message ? e->message : strerror(-r));
 	return r;
 }
 
