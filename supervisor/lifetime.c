@@ -15,6 +15,7 @@
  * stranger (owner, mode, size, exact format, bounds): a record that fails is removed, and its
  * sandbox has no lifetime. */
 #include "lifetime.h"
+#include "lifetime-record.h"
 #include "clock.h"
 #include "exec.h"
 #include "fileio.h"
@@ -33,9 +34,7 @@
 #include <unistd.h>
 
 #define LIFETIME_DIR "lifetimes"
-#define RECORD_MAX 64			     /* "<20 digits> pause\n" and then some */
-#define RETRY_USEC (1000ull * 1000)	     /* a lifetime that cannot act yet looks again then */
-#define CLOCK_SLACK_USEC (3600ull * 1000000) /* a record may end this much past the bound */
+#define RETRY_USEC (1000ull * 1000) /* a lifetime that cannot act yet looks again then */
 
 struct lifetime {
 	char id[SANDBOX_ID_LEN + 1];
@@ -46,26 +45,6 @@ struct lifetime {
 };
 
 static struct lifetime *lifetimes;
-
-static const char *const action_names[] = {
-	[LIFETIME_KILL] = "kill",
-	[LIFETIME_PAUSE] = "pause",
-};
-
-const char *
-lifetime_action_to_string(enum lifetime_action a)
-{
-	return (unsigned)a < ELEMENTSOF(action_names) ? action_names[a] : "unknown";
-}
-
-int
-lifetime_action_from_string(const char *s)
-{
-	for (size_t i = 0; i < ELEMENTSOF(action_names); i++)
-		if (!strcmp(action_names[i], s))
-			return (int)i;
-	return -EINVAL;
-}
 
 static struct lifetime *
 lifetime_find(const char *id)
@@ -202,14 +181,13 @@ lifetime_new(const char *id, uint64_t end_usec, enum lifetime_action action)
 static int
 record_write(const char *id, uint64_t end_usec, enum lifetime_action action)
 {
-	char path[512], buf[RECORD_MAX];
+	char path[512], buf[LIFETIME_RECORD_MAX];
 	snprintf(path, sizeof path, "%s/" LIFETIME_DIR, sup->state_dir);
 	int r = mkdir_p(path, 0700);
 	if (r < 0)
 		return r;
 	record_path(id, path, sizeof path);
-	int n = snprintf(buf, sizeof buf, "%llu %s\n", (unsigned long long)end_usec,
-			 lifetime_action_to_string(action));
+	int n = lifetime_record_format(buf, sizeof buf, end_usec, action);
 	/* not fsynced, as the sandbox records (state-file.c): after a power loss no sandbox is
 	 * left to expire */
 	return file_write_atomic(path, buf, (size_t)n, 0600, false);
@@ -284,29 +262,6 @@ lifetime_forget(const struct sandbox *sb)
 		lifetime_drop(l, false);
 }
 
-/* "<end-usec> <action>\n" and nothing else; end after 0 and within the bound from now */
-static int
-record_parse(const char *buf, size_t len, uint64_t now, uint64_t *end, int *action)
-{
-	size_t digits = strspn(buf, "0123456789");
-	if (digits == 0 || digits > 20 || buf[digits] != ' ' || len == 0 || buf[len - 1] != '\n')
-		return -EBADMSG;
-	char word[8];
-	size_t wlen = len - digits - 2;
-	if (wlen == 0 || wlen >= sizeof word)
-		return -EBADMSG;
-	memcpy(word, buf + digits + 1, wlen);
-	word[wlen] = 0;
-	if ((*action = lifetime_action_from_string(word)) < 0)
-		return -EBADMSG;
-	errno = 0;
-	unsigned long long v = strtoull(buf, NULL, 10);
-	if (errno || v == 0 || v > now + LIFETIME_MAX_SECONDS * 1000000ull + CLOCK_SLACK_USEC)
-		return -ERANGE;
-	*end = v;
-	return 0;
-}
-
 static int
 record_read(int dfd, const char *name, uint64_t now, uint64_t *end, int *action)
 {
@@ -318,16 +273,16 @@ record_read(int dfd, const char *name, uint64_t now, uint64_t *end, int *action)
 		return -errno;
 	/* only a file this supervisor wrote: its own, regular, not writable by others, small */
 	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022) ||
-	    st.st_size <= 0 || st.st_size >= RECORD_MAX)
+	    st.st_size <= 0 || st.st_size >= LIFETIME_RECORD_MAX)
 		return -EPERM;
-	char buf[RECORD_MAX];
+	char buf[LIFETIME_RECORD_MAX];
 	ssize_t k = read(fd, buf, sizeof buf - 1);
 	if (k < 0)
 		return -errno;
 	if (k != st.st_size || memchr(buf, 0, (size_t)k))
 		return -EBADMSG;
 	buf[k] = 0;
-	return record_parse(buf, (size_t)k, now, end, action);
+	return lifetime_record_parse(buf, (size_t)k, now, end, action);
 }
 
 void

@@ -7,14 +7,7 @@
 struct supervisor;
 struct sandbox;
 
-#define LIFETIME_MAX_SECONDS (30ull * 24 * 3600) /* SetTimeout refuses longer */
-
-enum lifetime_action {
-	LIFETIME_KILL,
-	LIFETIME_PAUSE,
-};
-const char *lifetime_action_to_string(enum lifetime_action a);
-int lifetime_action_from_string(const char *s);
+#include "lifetime-record.h"
 
 /* SetTimeout: seconds from now (0 clears) and what happens then ("kill", "pause"; "" with 0).
  * Recorded on disk before it is armed. 0, or <0 with err set (InvalidArgument, BadState, or
