@@ -232,8 +232,8 @@ sandbox_path(const char *id)
 /* ---- sandboxes: the list, prefixes --------------------------------------------------------- */
 
 struct sb_info {
-	char *id, *template, *backend, *state, *reason, *url, *image;
-	uint64_t created_usec, memory;
+	char *id, *template, *backend, *state, *reason, *url, *image, *timeout_action;
+	uint64_t created_usec, memory, end_usec;
 };
 
 static void
@@ -246,6 +246,7 @@ sb_info_free(struct sb_info *s)
 	free(s->reason);
 	free(s->url);
 	free(s->image);
+	free(s->timeout_action);
 }
 
 /* The sandboxes' ids, in the Manager's order. */
@@ -355,9 +356,13 @@ sb_info_get(const char *id, struct sb_info *s)
 		struct {
 			const char *name;
 			char **dst;
-		} strs[] = {{"Template", &s->template}, {"Backend", &s->backend},
-			    {"State", &s->state},	{"Reason", &s->reason},
-			    {"URL", &s->url},		{"Image", &s->image}};
+		} strs[] = {{"Template", &s->template},
+			    {"Backend", &s->backend},
+			    {"State", &s->state},
+			    {"Reason", &s->reason},
+			    {"URL", &s->url},
+			    {"Image", &s->image},
+			    {"TimeoutAction", &s->timeout_action}};
 		bool done = false;
 		for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
 			if (!strcmp(k, strs[i].name) && !strcmp(contents, "s")) {
@@ -371,6 +376,8 @@ sb_info_get(const char *id, struct sb_info *s)
 			sd_bus_message_read(reply, "v", "t", &s->created_usec);
 		else if (!done && !strcmp(k, "MemoryCurrent") && !strcmp(contents, "t"))
 			sd_bus_message_read(reply, "v", "t", &s->memory);
+		else if (!done && !strcmp(k, "EndUSec") && !strcmp(contents, "t"))
+			sd_bus_message_read(reply, "v", "t", &s->end_usec);
 		else if (!done)
 			sd_bus_message_skip(reply, "v");
 		sd_bus_message_exit_container(reply);
@@ -681,6 +688,10 @@ cmd_list(int argc, char **argv)
 			json_str(s.url);
 			printf(",\"image\":");
 			json_str(s.image);
+			/* the lifetime (SetTimeout): its end, 0 for none, and what happens then */
+			printf(",\"end_usec\":%llu,\"timeout_action\":",
+			       (unsigned long long)s.end_usec);
+			json_str(s.timeout_action);
 			printf("}");
 		} else if (flag("quiet"))
 			printf("%s\n", s.id);
@@ -895,6 +906,33 @@ static int
 cmd_thaw(int argc, char **argv)
 {
 	return sandbox_call(argv[0], "Thaw", "thaw");
+}
+
+/* timeout ID SECONDS [--pause]: the sandbox's lifetime (SetTimeout); 0 clears it. The bound
+ * (30 days) is the supervisor's to check; this one only keeps the number a number. */
+static int
+cmd_timeout(int argc, char **argv)
+{
+	uint64_t seconds;
+	if (parse_u64(argv[1], "SECONDS", UINT64_MAX, &seconds) < 0)
+		return 2;
+	char *id = NULL;
+	if (resolve_id(argv[0], &id) < 0)
+		return 1;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	char *path = sandbox_path(id);
+	int r = sd_bus_call_method(bus, BUS_NAME, path, SANDBOX_IFACE, "SetTimeout", &e, NULL, "ts",
+				   seconds, flag("pause") ? "pause" : "kill");
+	free(path);
+	if (r < 0) {
+		free(id);
+		return fail(r, &e, "timeout");
+	}
+	if (json)
+		printf("{\"id\":\"%s\",\"seconds\":%llu,\"action\":\"%s\"}\n", id,
+		       (unsigned long long)seconds, flag("pause") ? "pause" : "kill");
+	free(id);
+	return 0;
 }
 
 static int
@@ -1603,6 +1641,7 @@ static const struct option list_opts[] = {{"format", required_argument, NULL, 0}
 static const struct option create_opts[] = {
 	{"wait", no_argument, NULL, 0}, {"backend", required_argument, NULL, 0}, {}};
 static const struct option apikey_opts[] = {{"api-keys", required_argument, NULL, 0}, {}};
+static const struct option timeout_opts[] = {{"pause", no_argument, NULL, 0}, {}};
 static const struct option reclaim_opts[] = {{"no-zswap", no_argument, NULL, 0}, {}};
 #define TEMPLATE_OPTS                                                                              \
 	{"port", required_argument, NULL, 0}, {"memory", required_argument, NULL, 0},              \
@@ -1638,6 +1677,9 @@ static const struct command commands[] = {
 	 logs_opts, 1, 1, cmd_logs},
 	{"freeze", "ID", "freeze a sandbox (a request thaws it)", no_opts, 1, 1, cmd_freeze},
 	{"thaw", "ID", "thaw a frozen sandbox", no_opts, 1, 1, cmd_thaw},
+	{"timeout", "ID SECONDS [--pause]",
+	 "destroy the sandbox (pause it with --pause) SECONDS from now; 0 clears", timeout_opts, 2,
+	 2, cmd_timeout},
 	{"snapshot", "ID TAG", "checkpoint a running sandbox into a tag (it goes on)", no_opts, 2,
 	 2, cmd_snapshot},
 	{"fork", "TAG COUNT", "COUNT children from the tag's image", no_opts, 2, 2, cmd_fork},

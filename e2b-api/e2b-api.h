@@ -23,7 +23,8 @@ struct e2b_sandbox {
 	char id[E2B_ID_LEN + 1];
 	char template[E2B_TEMPLATE_MAX + 1];
 	uint64_t started_usec; /* realtime */
-	uint64_t end_usec;     /* realtime: killed (or paused) then, unless paused */
+	uint64_t end_usec;     /* realtime: killed (or paused) then, unless paused; the
+				* supervisor holds the same end (SetTimeout) and enforces it */
 	uint32_t timeout_s;    /* the last timeout asked, applied again on resume */
 	bool auto_pause, paused;
 	char token[E2B_TOKEN_HEX + 1]; /* envdAccessToken of a secure sandbox, else "" */
@@ -50,6 +51,7 @@ struct e2b_api {
 	uint32_t max_timeout_s;
 	unsigned tick;
 	struct event *timer;
+	bool lifetimes_pushed; /* every record's lifetime given to the supervisor since start */
 	/* fork tags still to remove: RemoveTag is refused while a child is being restored */
 	char pending_tags[16][32];
 	size_t n_pending_tags;
@@ -72,6 +74,11 @@ int e2b_bus_create(struct e2b_api *a, const char *template, char id[E2B_ID_LEN +
 		   sd_bus_error *e);
 int e2b_bus_sandbox_call(struct e2b_api *a, const char *id, const char *method, sd_bus_error *e);
 int e2b_bus_state(struct e2b_api *a, const char *id, char *state, size_t len);
+/* SetTimeout(seconds, action) of the sandbox: the supervisor enforces the lifetime ("kill" or
+ * "pause" at its end; 0 clears it), and EndUSec, its end as the supervisor holds it (0: none) */
+int e2b_bus_set_timeout(struct e2b_api *a, const char *id, uint64_t seconds, const char *action,
+			sd_bus_error *e);
+int e2b_bus_end_usec(struct e2b_api *a, const char *id, uint64_t *end_usec);
 int e2b_bus_memory_current(struct e2b_api *a, const char *id, uint64_t *bytes);
 /* malloc'd array of the supervisor's sandboxes (*n of them); -errno if it cannot be asked */
 int e2b_bus_list(struct e2b_api *a, struct e2b_bus_entry **out, size_t *n);

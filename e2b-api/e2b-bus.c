@@ -78,6 +78,27 @@ e2b_bus_sandbox_call(struct e2b_api *a, const char *id, const char *method, sd_b
 }
 
 int
+e2b_bus_set_timeout(struct e2b_api *a, const char *id, uint64_t seconds, const char *action,
+		    sd_bus_error *e)
+{
+	_cleanup_free_ char *path = sandbox_path(id);
+	if (!path)
+		return -ENOMEM;
+	return sd_bus_call_method(a->bus, BUS_NAME, path, SANDBOX_IFACE, "SetTimeout", e, NULL,
+				  "ts", seconds, action);
+}
+
+int
+e2b_bus_end_usec(struct e2b_api *a, const char *id, uint64_t *end_usec)
+{
+	_cleanup_free_ char *path = sandbox_path(id);
+	if (!path)
+		return -ENOMEM;
+	return sd_bus_get_property_trivial(a->bus, BUS_NAME, path, SANDBOX_IFACE, "EndUSec", NULL,
+					   't', end_usec);
+}
+
+int
 e2b_bus_state(struct e2b_api *a, const char *id, char *state, size_t len)
 {
 	_cleanup_free_ char *path = sandbox_path(id);

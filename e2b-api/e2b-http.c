@@ -203,12 +203,45 @@ detail_json(struct e2b_api *a, const struct e2b_sandbox *s, uint64_t mem_limit, 
 	return j;
 }
 
+/* --- lifetimes: the supervisor enforces them --- */
+
+/* Give the supervisor the lifetime ending at end_usec (SetTimeout, "pause" for autoPause
+ * sandboxes, else "kill"): whole seconds from now, rounded up, at least 1 (E2B's timeout 0 ends
+ * it at once; Warren's 0 would clear it). One enforcer: this daemon keeps no timer of its own,
+ * its record keeps the end only to answer endAt. */
+static int
+lifetime_push(struct e2b_api *a, const struct e2b_sandbox *s, uint64_t end_usec, sd_bus_error *e)
+{
+	uint64_t now = e2b_now_usec();
+	uint64_t seconds = end_usec > now ? (end_usec - now + 999999) / 1000000 : 1;
+	int r = e2b_bus_set_timeout(a, s->id, seconds ? seconds : 1,
+				    s->auto_pause ? "pause" : "kill", e);
+	if (r < 0)
+		log_warning_errno(r, "Sandbox %s: SetTimeout %llu s failed: %s", s->id,
+				  (unsigned long long)seconds,
+				  e && e->message ? e->message : strerror(-r));
+	return r;
+}
+
+static int
+lifetime_clear(struct e2b_api *a, const struct e2b_sandbox *s, sd_bus_error *e)
+{
+	int r = e2b_bus_set_timeout(a, s->id, 0, "", e);
+	if (r < 0)
+		log_warning_errno(r, "Sandbox %s: clearing its lifetime failed: %s", s->id,
+				  e && e->message ? e->message : strerror(-r));
+	return r;
+}
+
 /* --- keeping records true to the supervisor --- */
 
-/* A record whose sandbox the supervisor no longer has (destroyed over D-Bus, lost) is dropped;
- * one whose sandbox failed or exited is destroyed and dropped (E2B has no dead sandboxes); a
- * paused one a request thawed (the gateway thaws on demand) is running again with its timeout
- * restarted. Only when the supervisor answered: a supervisor away drops nothing. */
+/* A record whose sandbox the supervisor no longer has (destroyed over D-Bus, lost, or killed at
+ * the end of its lifetime) is dropped; one whose sandbox failed or exited is destroyed and
+ * dropped (E2B has no dead sandboxes); an autoPause one past its end that the supervisor froze
+ * is paused; a paused one a request thawed (the gateway thaws on demand) is running again with
+ * its timeout restarted (a new SetTimeout). Only when the supervisor answered: a supervisor
+ * away drops nothing. The first time it answers, every running record's lifetime is given to it
+ * again (records from before the supervisor kept lifetimes, or a SetTimeout it missed). */
 static void
 reconcile(struct e2b_api *a)
 {
@@ -216,7 +249,8 @@ reconcile(struct e2b_api *a)
 	size_t n = 0;
 	if (e2b_bus_list(a, &list, &n) < 0)
 		return;
-	bool changed = false;
+	bool changed = false, push_all = !a->lifetimes_pushed;
+	a->lifetimes_pushed = true;
 	uint64_t now = e2b_now_usec();
 	for (struct e2b_sandbox *s = a->sandboxes, *next; s; s = next) {
 		next = s->next;
@@ -239,50 +273,35 @@ reconcile(struct e2b_api *a)
 			log_info("Sandbox %s was resumed by a request", s->id);
 			s->paused = false;
 			s->end_usec = now + (uint64_t)s->timeout_s * 1000000ull;
+			lifetime_push(a, s, s->end_usec, NULL);
 			changed = true;
-		}
-	}
-	free(list);
-	if (changed)
-		e2b_store_save(a);
-}
-
-static void
-expire(struct e2b_api *a)
-{
-	uint64_t now = e2b_now_usec();
-	bool changed = false;
-	for (struct e2b_sandbox *s = a->sandboxes, *next; s; s = next) {
-		next = s->next;
-		if (s->paused || s->end_usec > now)
-			continue;
-		sd_bus_error e = SD_BUS_ERROR_NULL;
-		if (s->auto_pause) {
-			char state[24] = "";
-			int r = e2b_bus_state(a, s->id, state, sizeof state);
-			if (r >= 0 && strcmp(state, "frozen"))
-				r = e2b_bus_sandbox_call(a, s->id, "Freeze", &e);
-			if (r >= 0) {
+		} else if (!s->paused && s->auto_pause && s->end_usec <= now) {
+			/* past its end: the supervisor paused it, or it did and a request thawed it
+			 * since (its lifetime is over: EndUSec 0), or it waits (an exec runs) */
+			uint64_t end = 1;
+			if (!strcmp(state, "frozen")) {
 				log_info("Sandbox %s timed out: paused", s->id);
 				s->paused = true;
 				changed = true;
-			} else if (r != -ENOENT &&
-				   !sd_bus_error_has_name(&e,
-							  "org.warren.Warren1.Error.NoSuchSandbox"))
-				log_warning_errno(r, "Sandbox %s timed out, pausing it failed: %s",
-						  s->id, e.message ? e.message : "");
-		} else {
-			int r = e2b_bus_sandbox_call(a, s->id, "Destroy", &e);
-			if (r >= 0 || e2b_bus_error_status(&e, r) == 404) {
-				log_info("Sandbox %s timed out: killed", s->id);
-				e2b_store_remove(a, s);
+			} else if (e2b_bus_end_usec(a, s->id, &end) >= 0 && end == 0) {
+				log_info(
+					"Sandbox %s was paused at its end and resumed by a request",
+					s->id);
+				s->end_usec = now + (uint64_t)s->timeout_s * 1000000ull;
+				lifetime_push(a, s, s->end_usec, NULL);
 				changed = true;
-			} else
-				log_warning_errno(r, "Sandbox %s timed out, killing it failed: %s",
-						  s->id, e.message ? e.message : "");
+			}
+		} else if (!s->paused && !s->auto_pause && s->end_usec + 2000000 <= now) {
+			/* past its end and not killed: the supervisor has no lifetime for it (a
+			 * SetTimeout lost), so it gets one that ends at once */
+			uint64_t end = 1;
+			if (e2b_bus_end_usec(a, s->id, &end) >= 0 && end == 0)
+				lifetime_push(a, s, s->end_usec, NULL);
+		} else if (push_all && !s->paused) {
+			lifetime_push(a, s, s->end_usec, NULL);
 		}
-		sd_bus_error_free(&e);
 	}
+	free(list);
 	if (changed)
 		e2b_store_save(a);
 }
@@ -306,7 +325,6 @@ void
 e2b_http_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct e2b_api *a = arg;
-	expire(a);
 	remove_pending_tags(a);
 	if (++a->tick % RECONCILE_TICKS == 0)
 		reconcile(a);
@@ -496,6 +514,16 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 			reply_error(req, 502, "Sandbox %s did not start: %s", id, why);
 			goto out;
 		}
+	}
+	/* the supervisor enforces the lifetime: a sandbox it would not end is not kept */
+	if (lifetime_push(a, s, s->end_usec, &e) < 0) {
+		int status = e2b_bus_error_status(&e, -EIO);
+		e2b_bus_sandbox_call(a, id, "Destroy", NULL);
+		e2b_store_remove(a, s);
+		reply_error(req, status, "Cannot give sandbox %s its lifetime: %s", id,
+			    e.message ? e.message : "the supervisor refused");
+		sd_bus_error_free(&e);
+		goto out;
 	}
 	/* a lifetime that could not be written would not survive a restart: no sandbox then */
 	if (e2b_store_save(a) < 0) {
@@ -687,7 +715,19 @@ handle_timeout(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox
 		return;
 	}
 	uint64_t end = e2b_now_usec() + (uint64_t)t * 1000000ull;
-	/* a timeout replaces the lifetime; a refresh only extends it */
+	/* a timeout replaces the lifetime; a refresh only extends it. A paused sandbox has none
+	 * in the supervisor: its resume gives it the new one. */
+	if ((!refresh || end > s->end_usec) && !s->paused) {
+		sd_bus_error e = SD_BUS_ERROR_NULL;
+		r = lifetime_push(a, s, end, &e);
+		if (r < 0) {
+			reply_error(req, e2b_bus_error_status(&e, r),
+				    "Cannot set the timeout of sandbox %s: %s", s->id,
+				    e.message ? e.message : strerror(-r));
+			sd_bus_error_free(&e);
+			return;
+		}
+	}
 	if (!refresh || end > s->end_usec)
 		s->end_usec = end;
 	if (!refresh)
@@ -708,10 +748,16 @@ handle_pause(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *
 	}
 	char state[24] = "";
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	int r = e2b_bus_state(a, s->id, state, sizeof state);
+	/* a paused sandbox does not expire: its lifetime is cleared first (a "kill" one must not
+	 * end it while paused), given back if the freeze fails */
+	int r = lifetime_clear(a, s, &e);
+	if (r >= 0)
+		r = e2b_bus_state(a, s->id, state, sizeof state);
 	/* an idle sandbox Warren froze by itself is paused already */
 	if (r >= 0 && strcmp(state, "frozen"))
 		r = e2b_bus_sandbox_call(a, s->id, "Freeze", &e);
+	if (r < 0 && r != -ENOENT)
+		lifetime_push(a, s, s->end_usec, NULL);
 	if (r < 0) {
 		reply_error(req, r == -ENOENT ? 404 : e2b_bus_error_status(&e, r),
 			    "Cannot pause sandbox %s: %s", s->id,
@@ -748,17 +794,33 @@ handle_resume(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox 
 			return;
 		}
 		/* connect to a running sandbox only extends its lifetime */
-		if (end > s->end_usec)
+		if (end > s->end_usec) {
+			sd_bus_error e = SD_BUS_ERROR_NULL;
+			r = lifetime_push(a, s, end, &e);
+			if (r < 0) {
+				reply_error(req, e2b_bus_error_status(&e, r),
+					    "Cannot extend the lifetime of sandbox %s: %s", s->id,
+					    e.message ? e.message : strerror(-r));
+				sd_bus_error_free(&e);
+				return;
+			}
 			s->end_usec = end;
+		}
 		e2b_store_save(a);
 		reply_json(req, 200, sandbox_json(a, s));
 		return;
 	}
 	char state[24] = "";
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	r = e2b_bus_state(a, s->id, state, sizeof state);
+	/* the lifetime first: a resumed sandbox never runs without one (cleared again if the
+	 * thaw fails: the sandbox stays paused) */
+	r = lifetime_push(a, s, end, &e);
+	if (r >= 0)
+		r = e2b_bus_state(a, s->id, state, sizeof state);
 	if (r >= 0 && !strcmp(state, "frozen"))
 		r = e2b_bus_sandbox_call(a, s->id, "Thaw", &e);
+	if (r < 0 && r != -ENOENT)
+		lifetime_clear(a, s, NULL);
 	if (r < 0) {
 		reply_error(req, r == -ENOENT ? 404 : e2b_bus_error_status(&e, r),
 			    "Cannot resume sandbox %s: %s", s->id,
@@ -839,6 +901,15 @@ handle_fork(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *s
 		c->timeout_s = t;
 		c->end_usec = now + (uint64_t)t * 1000000ull;
 		c->auto_pause = s->auto_pause;
+		if (lifetime_push(a, c, c->end_usec, NULL) < 0) {
+			/* no child the supervisor would not end */
+			e2b_bus_sandbox_call(a, c->id, "Destroy", NULL);
+			e2b_store_remove(a, c);
+			json_array_append_new(out,
+					      json_pack("{s:{s:i, s:s}}", "error", "code", 503,
+							"message", "no lifetime could be set"));
+			continue;
+		}
 		memcpy(c->token, s->token, sizeof c->token);
 		size_t k;
 		for (k = 0; k < s->n_meta; k++) {

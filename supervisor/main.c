@@ -5,6 +5,7 @@
 #include "bus-errors.h"
 #include "bus-event.h"
 #include "fileio.h"
+#include "lifetime.h"
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
@@ -63,6 +64,17 @@ helper_connected(int which)
 	else if (which == HELPER_GATEWAY)
 		sandboxes_push_routes(sup);
 }
+
+/* What sandbox.c hands up: a sandbox gone for good takes its lifetime with it. */
+static void
+sandbox_forgotten(const struct sandbox *sb)
+{
+	lifetime_forget(sb);
+}
+
+static const struct sandbox_hooks sandbox_hooks = {
+	.forgotten = sandbox_forgotten,
+};
 
 static const struct helper_hooks helper_hooks = {
 	.event = helper_event,
@@ -214,7 +226,9 @@ main(int argc, char **argv)
 	s.dc.base = event_base_new();
 	if ((r = templates_load(&s)) < 0)
 		return log_error_errno(r, "Templates: %m"), 1;
+	sandbox_hooks_set(&sandbox_hooks);
 	sandboxes_load(&s);
+	lifetime_load(&s);
 	if ((r = bus_errors_init()) < 0)
 		return log_error_errno(r, "D-Bus error map: %m"), 1;
 	if ((r = manager_dbus_init(&s)) < 0 || (r = sandbox_dbus_init(&s)) < 0)

@@ -7,6 +7,7 @@
 #include "dbus-input.h"
 #include "exec.h"
 #include "agent-token.h"
+#include "lifetime.h"
 #include "logs.h"
 #include "owner.h"
 #include "supervisor.h"
@@ -92,6 +93,26 @@ method_freeze(sd_bus_message *m, void *ud, sd_bus_error *err)
 	return sandbox_freeze(sb, freeze, m);
 }
 
+/* SetTimeout(seconds, action): the sandbox is destroyed ("kill") or paused ("pause") seconds
+ * from now; 0 clears its lifetime (lifetime.c). */
+static int
+method_set_timeout(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int r = dbus_input_check(m, err);
+	if (r < 0)
+		return r;
+	struct sandbox *sb = ud;
+	if ((r = owner_check(m, sb, "set the timeout of", err)) < 0)
+		return r;
+	uint64_t seconds;
+	const char *action;
+	if ((r = sd_bus_message_read(m, "ts", &seconds, &action)) < 0)
+		return r;
+	if ((r = lifetime_set(sb, seconds, action, err)) < 0)
+		return r;
+	return sd_bus_reply_method_return(m, "");
+}
+
 static int
 property_get_string(sd_bus *bus, const char *path, const char *iface, const char *prop,
 		    sd_bus_message *reply, void *ud, sd_bus_error *err)
@@ -111,6 +132,8 @@ property_get_string(sd_bus *bus, const char *path, const char *iface, const char
 		return sd_bus_message_append(reply, "s", sb->address);
 	if (!strcmp(prop, "Image"))
 		return sd_bus_message_append(reply, "s", sb->restoring_tag);
+	if (!strcmp(prop, "TimeoutAction"))
+		return sd_bus_message_append(reply, "s", lifetime_action_of(sb->id));
 	if (!strcmp(prop, "URL")) {
 		_cleanup_free_ char *url = sandbox_url(sb);
 		return sd_bus_message_append(reply, "s", url ? url : "");
@@ -129,6 +152,14 @@ property_get_memory(sd_bus *bus, const char *path, const char *iface, const char
 	if (sb->runtime_alive)
 		cgroup_memory_usage(rel, &v);
 	return sd_bus_message_append(reply, "t", v);
+}
+
+static int
+property_get_end_usec(sd_bus *bus, const char *path, const char *iface, const char *prop,
+		      sd_bus_message *reply, void *ud, sd_bus_error *err)
+{
+	struct sandbox *sb = ud;
+	return sd_bus_message_append(reply, "t", lifetime_end_usec(sb->id));
 }
 
 static int
@@ -168,6 +199,10 @@ static const sd_bus_vtable sandbox_vtable[] = {
 	SD_BUS_PROPERTY("ReclaimedBytes", "t", NULL, offsetof(struct sandbox, reclaimed_bytes),
 			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("Timings", "a{st}", property_get_timings, 0, 0),
+	SD_BUS_PROPERTY("EndUSec", "t", property_get_end_usec, 0,
+			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("TimeoutAction", "s", property_get_string, 0,
+			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_METHOD_WITH_NAMES("AgentToken", "", , "s", SD_BUS_PARAM(token), method_agent_token,
 				 SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Destroy", "", "", method_destroy, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -181,6 +216,8 @@ static const sd_bus_vtable sandbox_vtable[] = {
 	SD_BUS_METHOD("Freeze", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("OpenLogs", "a{sv}", SD_BUS_PARAM(options), "h", SD_BUS_PARAM(fd),
 				 method_open_logs, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("SetTimeout", "ts", SD_BUS_PARAM(seconds) SD_BUS_PARAM(action), "",
+				 , method_set_timeout, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("Snapshot", "s", SD_BUS_PARAM(tag), "st",
 				 SD_BUS_PARAM(tag) SD_BUS_PARAM(size), method_snapshot,
 				 SD_BUS_VTABLE_UNPRIVILEGED),

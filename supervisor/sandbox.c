@@ -24,6 +24,13 @@
 #define DEFAULT_START_TIMEOUT_MS 60000
 
 struct supervisor *sup;
+static const struct sandbox_hooks *hooks;
+
+void
+sandbox_hooks_set(const struct sandbox_hooks *h)
+{
+	hooks = h;
+}
 
 static const char *const state_names[] = {
 	[SANDBOX_CREATING] = "creating",     [SANDBOX_STARTING] = "starting",
@@ -108,6 +115,8 @@ sandbox_forget(struct sandbox *sb)
 			*pp = sb->next;
 			break;
 		}
+	if (hooks && hooks->forgotten)
+		hooks->forgotten(sb);
 	safe_close(sb->nsfd);
 	safe_close(sb->image_fd);
 	if (sb->fork_job)

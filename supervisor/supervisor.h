@@ -133,6 +133,12 @@ void template_import_remove_tree(const char *name);
 extern const char *template_importd_socket;
 
 /* sandbox.c */
+/* What the features above sandbox.c learn from it (set by main.c, as helper_hooks): forgotten
+ * is called when a sandbox's record goes for good (destroyed, or never came up). */
+struct sandbox_hooks {
+	void (*forgotten)(const struct sandbox *sb);
+};
+void sandbox_hooks_set(const struct sandbox_hooks *h);
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
 void sandbox_route_refresh(const char *id);
 /* backend: "gvisor" or "microvm" (the Backends property lists what netnsd serves) */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Attack: a second member of group warren (the bus policy lets every member call the API) goes
 # after another user's sandbox: Destroy, Exec, ExecWithOptions, Freeze, Thaw, Snapshot into a
-# tag of its own, BranchSandbox, OpenLogs, AgentToken, and ForkTag/RemoveTag of the other's tag.
+# tag of its own, BranchSandbox, OpenLogs, AgentToken, SetTimeout, and ForkTag/RemoveTag of the
+# other's tag.
 # Each is refused AccessDenied and changes nothing: the sandbox still runs and answers, no tag
 # appears, the other's tag stays. `nobody` is stopped by the bus
 # policy. Positive controls: the creator and root do each of these; the second user does them
@@ -48,6 +49,8 @@ no_stolen_tag() { ! mgr ListTags | grep -q stolen; }
 expect "no tag was made" no_stolen_tag
 refused "$B: OpenLogs" "$(sbcall $B "$a" OpenLogs a{sv} 0 || true)"
 refused "$B: AgentToken" "$(sbcall $B "$a" AgentToken || true)"
+refused "$B: SetTimeout (a 1 s lifetime)" "$(sbcall $B "$a" SetTimeout ts 1 kill || true)"
+expect "and $A's sandbox has no lifetime" test "$(sbprop "$a" EndUSec)" = 0
 refused "$B: Destroy" "$(sbcall $B "$a" Destroy || true)"
 expect "$A's sandbox is still running after all that" test "$(sbprop "$a" State)" = running
 expect "and answers" answers "$a"
@@ -79,6 +82,10 @@ expect "$A destroys the child it forked" sbcall $A "$kid" Destroy
 expect "$A removes its own tag" opmgr $A RemoveTag s "owned-$K"
 own_token() { sbcall $B "$b" AgentToken | grep -qE '"[0-9a-f]{64}"'; }
 expect "$B reads its own sandbox's agent token" own_token
+expect "$B sets its own sandbox's lifetime" sbcall $B "$b" SetTimeout ts 600 pause
+expect "$A sets its sandbox's lifetime" sbcall $A "$a" SetTimeout ts 600 kill
+expect "$A clears it" sbcall $A "$a" SetTimeout ts 0 ""
+expect "its EndUSec is 0 again" test "$(sbprop "$a" EndUSec)" = 0
 expect "$B destroys its own sandbox" sbcall $B "$b" Destroy
 expect "$A's sandbox answers after its snapshot" wait_for 20 answers "$a"
 expect "$A destroys its sandbox" sbcall $A "$a" Destroy
