@@ -3,6 +3,7 @@
  * and freezes sandboxes' cgroups. Order: spawner fork -> socket -> nftables -> pool -> lock-down.
  */
 #include "adopt.h"
+#include "agent-protocol.h"
 #include "cgroup.h"
 #include "fileio.h"
 #include "log.h"
@@ -71,7 +72,8 @@ usage(void)
 	       "                       stopped netnsd leaves its sandboxes for the next one)\n"
 	       "  --gvisor-agent       gVisor sandboxes start warren-agent first, which serves "
 	       "E2B's\n"
-	       "                       envd API on port 49983 and starts the template's program\n"
+	       "                       envd API on port " AGENT_PROTO_ENVD_PORT_S
+	       " and starts the template's program\n"
 	       "  --log-size BYTES     each gVisor sandbox's console log ring (warrenctl logs;\n"
 	       "                       default 262144, at most 16777216)\n" ISOLATION_HELP
 		       OCI_LIMITS_HELP DAEMON_COMMON_HELP);

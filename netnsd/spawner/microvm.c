@@ -2,7 +2,7 @@
  * cgroup, snapshot = pause + device state + RAM file + resume in place, restore = the RAM file
  * mapped private + device state + the agent told the time and the new identity. */
 #include "microvm.h"
-#include "agent-proto.h"
+#include "agent-protocol.h"
 #include "microvm-net.h"
 #include "fileio.h"
 #include "ipc.h"
@@ -498,7 +498,7 @@ agent_open(const char *bundle)
 		return fd;
 	if (driver->agent_vsock) {
 		char line[64];
-		snprintf(line, sizeof line, "CONNECT %u\n", VMM_AGENT_VSOCK_PORT);
+		snprintf(line, sizeof line, "CONNECT %u\n", AGENT_PROTO_VSOCK_PORT);
 		int r = write_full(fd, line, strlen(line));
 		if (r == 0)
 			r = read_line(fd, line, sizeof line, AGENT_TIMEOUT_MS);

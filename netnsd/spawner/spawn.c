@@ -1007,9 +1007,10 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 	/* the agent goes first where the template has its mount point (`warren-template-build`
 	 * makes it); elsewhere the program runs directly, as without --gvisor-agent */
 	bool with_agent = agent_fd >= 0;
-	if (with_agent && rootfs_agent_mountpoint(sb->rootfs_fd, OCI_SPEC_AGENT_PATH) < 0) {
+	if (with_agent && rootfs_agent_mountpoint(sb->rootfs_fd, AGENT_PROTO_GVISOR_PATH) < 0) {
 		with_agent = false;
-		log_info("Sandbox %s: template %s has no " OCI_SPEC_AGENT_PATH " file to mount the "
+		log_info("Sandbox %s: template %s has no " AGENT_PROTO_GVISOR_PATH
+			 " file to mount the "
 			 "agent on: its program runs without the agent (no envd API)",
 			 q->id, q->rootfs);
 	}
@@ -1034,7 +1035,7 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 	}
 	size_t argc = 0;
 	if (with_agent) {
-		argv[argc++] = (char *)OCI_SPEC_AGENT_PATH;
+		argv[argc++] = (char *)AGENT_PROTO_GVISOR_PATH;
 		argv[argc++] = (char *)"--";
 	}
 	for (size_t i = 0; i < q->n_argv; i++)
