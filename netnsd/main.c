@@ -6,6 +6,7 @@
 #include "agent-protocol.h"
 #include "cgroup.h"
 #include "fileio.h"
+#include "image-layout.h"
 #include "log.h"
 #include "macro.h"
 #include "log-ring.h"
@@ -52,7 +53,7 @@ usage(void)
 	       "/usr/bin/firecracker)\n"
 	       "  --vm-net user|tap    qemu: user-mode network (default) or a tap in the slot, as\n"
 	       "                       firecracker always uses\n"
-	       "  --vm-kernel PATH     guest kernel (default /var/lib/warren/vm/vmlinuz; "
+	       "  --vm-kernel PATH     guest kernel (default " IMAGE_LAYOUT_VM_KERNEL "; "
 	       "firecracker:\n"
 	       "                       vmlinux, from warren-vm-image --vmlinux)\n"
 	       "  --vm-user USER       the VMM drops to this user (default warren-vm)\n"
@@ -302,8 +303,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (!n.vm.kernel)
-		n.vm.kernel = !strcmp(n.vm.vmm, "firecracker") ? "/var/lib/warren/vm/vmlinux"
-							       : "/var/lib/warren/vm/vmlinuz";
+		n.vm.kernel = !strcmp(n.vm.vmm, "firecracker") ? IMAGE_LAYOUT_VM_KERNEL_ELF
+							       : IMAGE_LAYOUT_VM_KERNEL;
 	if (microvm_configure(&n.vm) < 0) {
 		log_error("Unknown --vmm %s (qemu or firecracker)", n.vm.vmm);
 		return 2;

@@ -23,6 +23,7 @@
  * proto enum's value unchecked: how a hostile peer names a backend that does not exist. A
  * COMPRESSION likewise: "auto", "none", "" (auto) or a bare number. */
 #include "backend.h"
+#include "image-layout.h"
 #include "ipc.h"
 
 #include <errno.h>
@@ -560,8 +561,8 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		/* what a checkpoint does: a file in the directory handed over, given to the
 		 * directory's owner (snapshotd's user) as the spawner does: snapshotd keeps no
 		 * CAP_DAC_OVERRIDE to read a member that is someone else's */
-		int f = openat(fds[0], "checkpoint.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-			       0600);
+		int f = openat(fds[0], IMAGE_LAYOUT_GVISOR_CHECKPOINT,
+			       O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		struct stat dst;
 		if (f >= 0 && geteuid() == 0 && fstat(fds[0], &dst) == 0 &&
 		    fchown(f, dst.st_uid, dst.st_gid) < 0) {
