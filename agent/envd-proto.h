@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define ENVD_PORT 49983
 #define ENVD_MAX_BODY (4u << 20) /* a unary request or one envelope, JSON */
 #define ENVD_MAX_ARGS 4096	 /* argv entries of a process */
 #define ENVD_MAX_ENVS 4096	 /* env vars of a process or of /init */

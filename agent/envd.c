@@ -15,6 +15,7 @@
  * No connection is left idle long, and every close is an RST once the answer is out: an open or
  * TIME_WAIT TCP connection inside a gVisor sandbox makes its checkpoint fail (docs/FACTS). */
 #include "envd.h"
+#include "agent-protocol.h"
 #include "envd-proto.h"
 #include "http-parse.h"
 
@@ -2249,7 +2250,7 @@ conn_head(struct conn *c)
 	}
 	c->query[c->query_len] = 0;
 	c->route = envd_route_of(h.method, h.method_len, h.target, plen);
-	const struct http_header *t = header(&h, "X-Access-Token");
+	const struct http_header *t = header(&h, AGENT_PROTO_ACCESS_TOKEN_HEADER);
 	c->has_token = t && t->value_len < sizeof c->token;
 	if (c->has_token) {
 		memcpy(c->token, t->value, t->value_len);
@@ -2304,7 +2305,7 @@ conn_head(struct conn *c)
 	}
 	if (c->route != ENVD_R_HEALTH && !token_ok(c)) {
 		c->keep_alive = c->keep_alive && !body_unread;
-		respond_rest_error(c, 401, "missing or wrong X-Access-Token");
+		respond_rest_error(c, 401, "missing or wrong " AGENT_PROTO_ACCESS_TOKEN_HEADER);
 		return;
 	}
 	if (envd_route_is_rpc(c->route)) {

@@ -12,12 +12,11 @@
  *      docs/MICROVM.md);
  *   4. answer the host on the virtio-serial port "org.warren.agent" (QEMU) or, with
  *      warren.agent=vsock (Firecracker, which has no virtio-serial), on vsock port 1024 after
- *      loading the modules in /etc/warren/modules-vsock; one request per line (agent-proto.h):
- *        ping                  -> ok
- *        clock <sec> <nsec>    -> ok      (after every restore: the guest clock stood still)
- *        id <sandbox id>       -> ok      (after every restore: clones must not share it;
- *                                          read it from /run/warren/id)
- *        exec <ms> <len>\n<len bytes: argv, NUL-separated>
+ *      loading the modules in /etc/warren/modules-vsock; one request per line
+ * (common/agent-protocol.h): ping                  -> ok clock <sec> <nsec>    -> ok      (after
+ * every restore: the guest clock stood still) id <sandbox id>       -> ok      (after every
+ * restore: clones must not share it; read it from /run/warren/id) exec <ms> <len>\n<len bytes:
+ * argv, NUL-separated>
  *                              -> exit <status> <outlen> <errlen>\n<stdout><stderr>
  * When the program exits, the agent writes why on the console and powers the VM off (or, with
  * warren.halt=reboot, reboots it: Firecracker exits on a reboot), so the VMM exits and the host
@@ -51,15 +50,11 @@
 #include <arpa/inet.h>
 #include <linux/vm_sockets.h>
 
-#include "agent-proto.h"
+#include "agent-protocol.h"
 #include "envd-proto.h"
 #include "envd.h"
 
-#define INNER_ADDR "10.0.2.15"
-#define INNER_GW "10.0.2.2"
-#define PORT_NAME AGENT_PROTO_PORT_NAME
 #define MAX_FILE (64 * 1024)
-#define AGENT_VSOCK_PORT AGENT_PROTO_VSOCK_PORT
 
 static pid_t app_pid;
 static char cmdline[4096];
@@ -287,7 +282,7 @@ setup_network(void)
 	 * patient with a slow (emulated) guest. */
 	for (int i = 0; i < 200 && if_nametoindex("eth0") == 0; i++)
 		usleep(5000);
-	if (set_addr(s, "eth0", SIOCSIFADDR, INNER_ADDR) < 0 ||
+	if (set_addr(s, "eth0", SIOCSIFADDR, AGENT_PROTO_GUEST_ADDR) < 0 ||
 	    set_addr(s, "eth0", SIOCSIFNETMASK, "255.255.255.0") < 0 || link_up(s, "eth0") < 0) {
 		say("eth0: %s\n", strerror(errno));
 		close(s);
@@ -296,7 +291,7 @@ setup_network(void)
 	struct rtentry rt = {0};
 	struct sockaddr_in *gw = (struct sockaddr_in *)&rt.rt_gateway;
 	gw->sin_family = AF_INET;
-	inet_pton(AF_INET, INNER_GW, &gw->sin_addr);
+	inet_pton(AF_INET, AGENT_PROTO_HOST_ADDR, &gw->sin_addr);
 	((struct sockaddr_in *)&rt.rt_dst)->sin_family = AF_INET;
 	((struct sockaddr_in *)&rt.rt_genmask)->sin_family = AF_INET;
 	rt.rt_flags = RTF_UP | RTF_GATEWAY;
@@ -305,7 +300,8 @@ setup_network(void)
 	close(s);
 }
 
-/* The virtio-serial port named PORT_NAME: /dev/vportNpM, found through sysfs (no udev). */
+/* The virtio-serial port named AGENT_PROTO_PORT_NAME: /dev/vportNpM, found through sysfs (no udev).
+ */
 static int
 open_port(void)
 {
@@ -324,7 +320,7 @@ open_port(void)
 			close(fd);
 			name[n > 0 ? n : 0] = 0;
 			name[strcspn(name, "\n")] = 0;
-			if (strcmp(name, PORT_NAME))
+			if (strcmp(name, AGENT_PROTO_PORT_NAME))
 				continue;
 			snprintf(path, sizeof path, "/dev/%s", e->d_name);
 			closedir(d);
@@ -422,7 +418,7 @@ do_exec(int port, unsigned ms, char *args, size_t len)
 	free(argv);
 }
 
-/* One request (agent-proto.h parsed it); ud is the port. */
+/* One request (common/agent-protocol.h parsed it); ud is the port. */
 static void
 handle(const struct agent_proto_request *q, void *ud)
 {
@@ -460,12 +456,13 @@ handle(const struct agent_proto_request *q, void *ud)
 static int
 vsock_listen(void)
 {
-	load_modules("/etc/warren/modules-vsock");
+	load_modules(AGENT_PROTO_MODULES_VSOCK_PATH);
 	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_vm sa = {
-		.svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY, .svm_port = AGENT_VSOCK_PORT};
+	struct sockaddr_vm sa = {.svm_family = AF_VSOCK,
+				 .svm_cid = VMADDR_CID_ANY,
+				 .svm_port = AGENT_PROTO_VSOCK_PORT};
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 4) < 0) {
-		say("vsock port %d: %s\n", AGENT_VSOCK_PORT, strerror(errno));
+		say("vsock port %d: %s\n", AGENT_PROTO_VSOCK_PORT, strerror(errno));
 		return -1;
 	}
 	return fd;
@@ -572,9 +569,9 @@ container_main(char **argv)
 		fprintf(stderr, "warren-agent: fork: %s\n", strerror(errno));
 		return 127;
 	}
-	int envd_fd = envd_init(ENVD_PORT, environ);
+	int envd_fd = envd_init(AGENT_PROTO_ENVD_PORT, environ);
 	if (envd_fd < 0)
-		fprintf(stderr, "warren-agent: envd API on port %d: %s\n", ENVD_PORT,
+		fprintf(stderr, "warren-agent: envd API on port %d: %s\n", AGENT_PROTO_ENVD_PORT,
 			strerror(-envd_fd));
 	for (;;) {
 		struct pollfd pfd[3] = {{sfd, POLLIN, 0},
@@ -625,7 +622,7 @@ main(int argc, char **argv)
 	 * a tmpfs overlay (the VM's own writes) and make that the root, as switch_root does. */
 	bool disk = strstr(cmdline, "warren.root=disk") != NULL;
 	if (disk) {
-		load_modules("/etc/warren/modules");
+		load_modules(AGENT_PROTO_MODULES_PATH);
 		if (switch_to_disk_root() < 0) {
 			say("cannot mount the root disk: %s\n", strerror(errno));
 			vm_end();
@@ -664,13 +661,14 @@ main(int argc, char **argv)
 	if (console >= 0)
 		close(console);
 	if (!disk)
-		load_modules("/etc/warren/modules");
+		load_modules(AGENT_PROTO_MODULES_PATH);
 	setup_network();
 	bool vsock = strstr(cmdline, "warren.agent=vsock") != NULL;
 	int listener = vsock ? vsock_listen() : -1;
 	int port = vsock ? -1 : open_port();
 	if (port < 0 && listener < 0) {
-		say("no channel to the host (virtio-serial port %s, or vsock)\n", PORT_NAME);
+		say("no channel to the host (virtio-serial port %s, or vsock)\n",
+		    AGENT_PROTO_PORT_NAME);
 		DIR *d = opendir("/sys/bus/virtio/devices");
 		struct dirent *e;
 		while (d && (e = readdir(d)))
@@ -681,9 +679,9 @@ main(int argc, char **argv)
 		}
 	}
 	/* E2B's envd API (envd.c) on its port, for the gateway's header routing */
-	int envd_fd = envd_init(ENVD_PORT, env);
+	int envd_fd = envd_init(AGENT_PROTO_ENVD_PORT, env);
 	if (envd_fd < 0)
-		say("envd API on port %d: %s\n", ENVD_PORT, strerror(-envd_fd));
+		say("envd API on port %d: %s\n", AGENT_PROTO_ENVD_PORT, strerror(-envd_fd));
 	say("ready\n");
 	serve(port, listener, envd_fd);
 	return 0;

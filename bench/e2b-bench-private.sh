@@ -23,6 +23,7 @@ daemon e2b setpriv --reuid=warren-e2b --regid=warren-e2b --clear-groups --no-new
 wait_for 10 curl -fsS "http://127.0.0.1:$E2B_PORT/health" || fail "warren-e2b-api did not start"
 KEY=$(warrenctl apikey create bench --api-keys "$T/etc/api-keys")
 ROOTFS=/var/lib/warren/templates/base/rootfs
+# 49983: the agent's envd port (AGENT_PROTO_ENVD_PORT, common/agent-protocol.h)
 mgr AddTemplate ssasqta{sv} -- e2bwarm "$ROOTFS" 2 /bin/sleep infinity 49983 536870912 1 warm b true >/dev/null
 mgr AddTemplate ssasqta{sv} -- e2bstandby "$ROOTFS" 2 /bin/sleep infinity 49983 536870912 2 warm b true standby u 1 >/dev/null
 export E2B_API_URL=http://127.0.0.1:$E2B_PORT E2B_SANDBOX_URL=$GW E2B_API_KEY=$KEY

@@ -23,6 +23,7 @@ cleanup() {
 	mgr RemoveTemplate s e2bstandby >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+# 49983: the agent's envd port (AGENT_PROTO_ENVD_PORT, common/agent-protocol.h)
 mgr AddTemplate ssasqta{sv} -- e2bwarm "$ROOTFS" 2 /bin/sleep infinity 49983 536870912 1 warm b true >/dev/null
 mgr AddTemplate ssasqta{sv} -- e2bstandby "$ROOTFS" 2 /bin/sleep infinity 49983 536870912 2 warm b true standby u 1 >/dev/null
 # the first create of a warm template starts cold and takes the warm image behind it

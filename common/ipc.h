@@ -7,7 +7,9 @@
 
 #include "warren/v1/envelope.pb-c.h"
 
-#define IPC_VERSION 2
+/* 3: CommitImageRequest.compression (snapshotd no longer reads the policy from a tag's name);
+ * 2: the backend an enum, not a string */
+#define IPC_VERSION 3
 #define IPC_MAX_MESSAGE 65536 /* hard limit on one datagram */
 #define IPC_MAX_FDS 4
 

@@ -3,6 +3,7 @@
  * are. It carries the env vars, the access token of a secure sandbox and the clock. The agent
  * is hostile like any guest: only the status line of its answer is read, from a bounded head,
  * and every step has a deadline. */
+#include "agent-protocol.h"
 #include "e2b-api.h"
 #include "log.h"
 #include "macro.h"
@@ -107,9 +108,9 @@ e2b_agent_init(struct e2b_api *a, const char *id, const char *body, size_t len,
 			 "POST /init HTTP/1.1\r\nHost: %s:%u\r\nE2b-Sandbox-Id: %s\r\n"
 			 "E2b-Sandbox-Port: %d\r\nContent-Type: application/json\r\n"
 			 "Content-Length: %zu\r\nConnection: close\r\n%s%s%s\r\n",
-			 addr, ntohs(a->gateway.sin_port), id, E2B_ENVD_PORT, len,
-			 access_token ? "X-Access-Token: " : "", access_token ? access_token : "",
-			 access_token ? "\r\n" : "");
+			 addr, ntohs(a->gateway.sin_port), id, AGENT_PROTO_ENVD_PORT, len,
+			 access_token ? AGENT_PROTO_ACCESS_TOKEN_HEADER ": " : "",
+			 access_token ? access_token : "", access_token ? "\r\n" : "");
 	if (n < 0)
 		return -ENOMEM;
 	size_t total = (size_t)n + len;

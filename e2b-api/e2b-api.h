@@ -16,7 +16,6 @@
 
 struct seccomp_policy;
 
-#define E2B_ENVD_PORT 49983
 #define E2B_TOKEN_HEX 64 /* envdAccessToken: 32 random bytes */
 
 struct e2b_sandbox {

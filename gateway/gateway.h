@@ -38,8 +38,6 @@ struct gateway_limits {
 };
 
 #define GATEWAY_IP_BUCKETS 256
-/* the sandbox agent's envd API port (agent/envd-proto.h), reachable by E2B's routing headers */
-#define GATEWAY_AGENT_PORT 49983
 
 struct ip_count;
 struct idle_up;

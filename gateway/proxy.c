@@ -10,6 +10,7 @@
  * connections per client address and in all are capped (503 above), and running out of fds
  * pauses accepting instead of spinning, so connections already accepted still reach their
  * sandboxes. */
+#include "agent-protocol.h"
 #include "clock.h"
 #include "gateway.h"
 #include "http-parse.h"
@@ -862,8 +863,6 @@ proxy_route_changed(struct gateway *g, struct route *r)
 	}
 }
 
-#define AGENT_TOKEN_HEADER "X-Warren-Agent-Token"
-
 /* E2B's routing headers (E2b-Sandbox-Id, E2b-Sandbox-Port: what the e2b SDK sends to one
  * E2B_SANDBOX_URL): 1 and the id and port when both are there, once each and well formed; 0 when
  * neither is; -EBADMSG otherwise. */
@@ -941,7 +940,7 @@ agent_gate(const struct route *r, const struct http_head *h)
 		return 0;
 	const struct http_header *tok = NULL;
 	for (size_t i = 0; i < h->n_headers; i++)
-		if (http_header_is(&h->headers[i], AGENT_TOKEN_HEADER)) {
+		if (http_header_is(&h->headers[i], AGENT_PROTO_GATE_TOKEN_HEADER)) {
 			if (tok)
 				return -EACCES; /* two: which one would the agent see? */
 			tok = &h->headers[i];
@@ -957,7 +956,7 @@ copy_head(char *o, const char *from, const char *to, const struct http_head *h, 
 	for (size_t i = 0; i < h->n_headers; i++) {
 		const struct http_header *hd = &h->headers[i];
 		if (hd->name < from || !((drop && http_header_is(hd, "Connection")) ||
-					 http_header_is(hd, AGENT_TOKEN_HEADER)))
+					 http_header_is(hd, AGENT_PROTO_GATE_TOKEN_HEADER)))
 			continue;
 		const char *v_end = hd->value + hd->value_len;
 		const char *lf = memchr(v_end, '\n', (size_t)(to - v_end));
@@ -1039,14 +1038,15 @@ client_read(struct bufferevent *bev, void *arg)
 	/* Only the template's port and the agent's envd API are reachable by header. */
 	if (port == ntohs(r->sa.sin_port))
 		port = 0;
-	if (port && port != GATEWAY_AGENT_PORT) {
+	if (port && port != AGENT_PROTO_ENVD_PORT) {
 		send_error(c, 403, "sandbox %s: port %u is not served (only its own and %u)", id,
-			   port, GATEWAY_AGENT_PORT);
+			   port, AGENT_PROTO_ENVD_PORT);
 		return;
 	}
-	if ((port ? port : ntohs(r->sa.sin_port)) == GATEWAY_AGENT_PORT && agent_gate(r, &h) < 0) {
+	if ((port ? port : ntohs(r->sa.sin_port)) == AGENT_PROTO_ENVD_PORT &&
+	    agent_gate(r, &h) < 0) {
 		send_error(c, 403, "sandbox %s: its agent's port %u needs its agent token (%s)", id,
-			   GATEWAY_AGENT_PORT, AGENT_TOKEN_HEADER);
+			   AGENT_PROTO_ENVD_PORT, AGENT_PROTO_GATE_TOKEN_HEADER);
 		return;
 	}
 	/* Rewrite the request line when the sandbox was named in the path. */

@@ -3,8 +3,10 @@
  * and freezes sandboxes' cgroups. Order: spawner fork -> socket -> nftables -> pool -> lock-down.
  */
 #include "adopt.h"
+#include "agent-protocol.h"
 #include "cgroup.h"
 #include "fileio.h"
+#include "image-layout.h"
 #include "log.h"
 #include "macro.h"
 #include "log-ring.h"
@@ -51,7 +53,7 @@ usage(void)
 	       "/usr/bin/firecracker)\n"
 	       "  --vm-net user|tap    qemu: user-mode network (default) or a tap in the slot, as\n"
 	       "                       firecracker always uses\n"
-	       "  --vm-kernel PATH     guest kernel (default /var/lib/warren/vm/vmlinuz; "
+	       "  --vm-kernel PATH     guest kernel (default " IMAGE_LAYOUT_VM_KERNEL "; "
 	       "firecracker:\n"
 	       "                       vmlinux, from warren-vm-image --vmlinux)\n"
 	       "  --vm-user USER       the VMM drops to this user (default warren-vm)\n"
@@ -71,7 +73,8 @@ usage(void)
 	       "                       stopped netnsd leaves its sandboxes for the next one)\n"
 	       "  --gvisor-agent       gVisor sandboxes start warren-agent first, which serves "
 	       "E2B's\n"
-	       "                       envd API on port 49983 and starts the template's program\n"
+	       "                       envd API on port " AGENT_PROTO_ENVD_PORT_S
+	       " and starts the template's program\n"
 	       "  --log-size BYTES     each gVisor sandbox's console log ring (warrenctl logs;\n"
 	       "                       default 262144, at most 16777216)\n" ISOLATION_HELP
 		       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
@@ -300,8 +303,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (!n.vm.kernel)
-		n.vm.kernel = !strcmp(n.vm.vmm, "firecracker") ? "/var/lib/warren/vm/vmlinux"
-							       : "/var/lib/warren/vm/vmlinuz";
+		n.vm.kernel = !strcmp(n.vm.vmm, "firecracker") ? IMAGE_LAYOUT_VM_KERNEL_ELF
+							       : IMAGE_LAYOUT_VM_KERNEL;
 	if (microvm_configure(&n.vm) < 0) {
 		log_error("Unknown --vmm %s (qemu or firecracker)", n.vm.vmm);
 		return 2;

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "fault.h"
 #include "fileio.h"
+#include "image-layout.h"
 #include "log.h"
 #include "macro.h"
 #include "netnsd.h"
@@ -306,17 +307,19 @@ validate_and_forward_spawn(struct netnsd *n, struct ipc_call *call,
 	if (vm) {
 		/* the guest boots the template's initramfs, next to its rootfs */
 		char initrd[PATH_MAX + 32];
-		snprintf(initrd, sizeof initrd, "%s/../vm-initramfs.cpio", real);
 		char ireal[PATH_MAX];
-		if (!realpath(initrd, ireal) || !path_is_inside(ireal, n->templates_dir) ||
+		if (image_layout_template_file(real, IMAGE_LAYOUT_VM_INITRAMFS, initrd,
+					       sizeof initrd) < 0 ||
+		    !realpath(initrd, ireal) || !path_is_inside(ireal, n->templates_dir) ||
 		    stat(ireal, &st) < 0 || !S_ISREG(st.st_mode))
 			return ipc_call_error(call, -ENOENT,
 					      "no microVM image for %s (build it with "
 					      "warren-vm-image)",
 					      q->rootfs);
 		/* and its root disk, if it has one, is a file inside the templates dir too */
-		snprintf(initrd, sizeof initrd, "%s/../vm-rootfs.ext4", real);
-		if (lstat(initrd, &st) == 0 &&
+		if (image_layout_template_file(real, IMAGE_LAYOUT_VM_ROOT_DISK, initrd,
+					       sizeof initrd) == 0 &&
+		    lstat(initrd, &st) == 0 &&
 		    (!realpath(initrd, ireal) || !path_is_inside(ireal, n->templates_dir) ||
 		     stat(ireal, &st) < 0 || !S_ISREG(st.st_mode)))
 			return ipc_call_error(call, -EACCES,

@@ -1,7 +1,8 @@
 /* zstd for tag images (snapshotd). The policy: a tag image is compressed only when the store's
  * disk writes slower than --compress-below MB/s (default 500, measured once and cached in
- * <store>/.disk-speed; `warren-snapshotd --measure-disk` measures again); warm template images
- * (warm-*) never are, so warm creates read them from the page cache. On a slow disk reading a
+ * <store>/.disk-speed; `warren-snapshotd --measure-disk` measures again); an image the supervisor
+ * commits with COMPRESSION_NONE (a warm template's image, so warm creates read it from the page
+ * cache) never is: the request says it, the tag's name is not read. On a slow disk reading a
  * third of the bytes and decompressing beats reading them all; on a fast one it does not.
  *
  * A compressed image keeps <file>.zst for every file of 64 KiB or more. The first open
@@ -88,9 +89,17 @@ disk_speed(struct snapshotd *s, bool remeasure, unsigned *mbps)
 }
 
 bool
-compress_wanted(struct snapshotd *s, const char *tag)
+compression_valid(Warren__V1__Compression c)
 {
-	if (!strncmp(tag, "warm-", 5) || s->compress_below == 0)
+	/* protobuf-c admits any number in an enum field: only the two the policy knows */
+	return c == WARREN__V1__COMPRESSION__COMPRESSION_AUTO ||
+	       c == WARREN__V1__COMPRESSION__COMPRESSION_NONE;
+}
+
+bool
+compress_wanted(struct snapshotd *s, Warren__V1__Compression c)
+{
+	if (c != WARREN__V1__COMPRESSION__COMPRESSION_AUTO || s->compress_below == 0)
 		return false;
 	unsigned mbps;
 	return disk_speed(s, false, &mbps) == 0 && mbps < s->compress_below;

@@ -153,7 +153,8 @@ int
 image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint64_t *total)
 {
 	if (!image_temp_name_valid(q->temp_name) || !tag_name_valid(q->tag) ||
-	    !backend_valid(q->backend) || (q->parent[0] && !sandbox_id_valid(q->parent)) ||
+	    !backend_valid(q->backend) || !compression_valid(q->compression) ||
+	    (q->parent[0] && !sandbox_id_valid(q->parent)) ||
 	    (q->template_name[0] && !template_name_valid(q->template_name)))
 		return -EINVAL;
 	struct stat st;
@@ -163,7 +164,7 @@ image_commit(struct snapshotd *s, const Warren__V1__CommitImageRequest *q, uint6
 		openat(s->store_fd, q->temp_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	bool zstd = compress_wanted(s, q->tag);
+	bool zstd = compress_wanted(s, q->compression);
 	if (zstd) {
 		int cr = compress_image_files(s, dfd);
 		if (cr < 0) {

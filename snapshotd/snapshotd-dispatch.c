@@ -60,8 +60,9 @@ snapshotd_request_invalid(const IpcRequest *req)
 			return "bad parent id";
 		if (q->template_name[0] && !template_name_valid(q->template_name))
 			return "bad template name";
-		return backend_valid(q->backend) ? NULL
-						 : "bad backend"; /* a number outside the enum */
+		if (!backend_valid(q->backend))
+			return "bad backend"; /* a number outside the enum */
+		return compression_valid(q->compression) ? NULL : "bad compression"; /* likewise */
 	}
 	case WARREN__V1__REQUEST__BODY_OPEN_IMAGE:
 		return !req->open_image || !tag_name_valid(req->open_image->tag) ? "bad tag" : NULL;

@@ -46,7 +46,10 @@ void reclaim_open_zswap(struct snapshotd *s);
 
 /* compress.c */
 int disk_speed(struct snapshotd *s, bool remeasure, unsigned *mbps);
-bool compress_wanted(struct snapshotd *s, const char *tag);
+/* a CommitImage's compression is one the policy knows */
+bool compression_valid(Warren__V1__Compression c);
+/* AUTO and a disk slower than --compress-below: zstd; NONE or a fast disk: plain files */
+bool compress_wanted(struct snapshotd *s, Warren__V1__Compression c);
 int compress_image_files(struct snapshotd *s, int dirfd);
 int image_decompressed(struct snapshotd *s, const char *tag, int dirfd, int *out_fd);
 void image_cache_remove(struct snapshotd *s, const char *tag);

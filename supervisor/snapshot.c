@@ -340,6 +340,9 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 	q.parent = sn->id;
 	q.template_name = sb ? sb->template_name : "";
 	q.backend = sb ? (Warren__V1__Backend)sb->backend : WARREN__V1__BACKEND__BACKEND_GVISOR;
+	/* a warm template's image (warm.c) is read at every warm create: never compressed */
+	q.compression = sn->discard_parent ? WARREN__V1__COMPRESSION__COMPRESSION_NONE
+					   : WARREN__V1__COMPRESSION__COMPRESSION_AUTO;
 	if (snapshotd_client_commit_image(&q, 120000, commit_done, sn) < 0)
 		commit_done(NULL, -ENOTCONN, NULL, 0, sn);
 }

@@ -175,6 +175,8 @@ void warm_sandbox_ready(struct sandbox *sb);
 void warm_done(const char *template_name, const char *backend, bool ok);
 void warm_tag(const char *template_name, const char *backend, char *tag, size_t size);
 struct template *warm_tag_owner(const char *tag);
+/* discard_parent: a warm template's image (warm.c): the parent is not restored and the image
+ * is committed with COMPRESSION_NONE */
 int snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned fork_count,
 		   bool discard_parent, sd_bus_error *err);
 int sandbox_destroy(struct sandbox *sb);

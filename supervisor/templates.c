@@ -1,6 +1,7 @@
 /* Templates (supervisor): the built-in web, app and base, and user templates added over D-Bus,
  * persisted under <state-dir>/templates/<name>. Validated here for a friendly error; netnsd
  * validates again before it starts anything. */
+#include "agent-protocol.h"
 #include "fileio.h"
 #include "template-record.h"
 #include "log.h"
@@ -187,7 +188,7 @@ templates_load(struct supervisor *s)
 	 * port is the one probed for readiness; the program only keeps the sandbox alive */
 	static const char *const base[] = {"/bin/sleep", "infinity", NULL};
 	snprintf(rootfs, sizeof rootfs, "%s/base/rootfs", s->templates_dir);
-	builtin[2] = template_new("base", rootfs, base, 49983, 512ull << 20, true);
+	builtin[2] = template_new("base", rootfs, base, AGENT_PROTO_ENVD_PORT, 512ull << 20, true);
 	for (size_t i = 0; i < 3; i++) {
 		if (!builtin[i])
 			return -ENOMEM; /* at start-up: main gives up */

@@ -70,6 +70,8 @@ warm_sandbox_ready(struct sandbox *sb)
 	char tag[64];
 	warm_tag(sb->template_name, backend_to_string(sb->backend), tag, sizeof tag);
 	sd_bus_error e = SD_BUS_ERROR_NULL;
+	/* true: a warm image, so the warmer is not restored and snapshotd stores it uncompressed
+	 * (CommitImage's compression: snapshotd does not read the policy from the tag's name) */
 	if (snapshot_start(sb, NULL, tag, 0, true, &e) < 0) {
 		log_warning("Template %s: cannot take its warm image: %s", sb->template_name,
 			    e.message);

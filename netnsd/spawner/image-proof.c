@@ -7,6 +7,7 @@
  * acting, because it holds the privilege the check guards: netnsd (its own uid, no openat2 in
  * its seccomp filter, no right to read snapshotd's 0700 store) could not, and a proof made by
  * another process would be one more thing for the spawner to trust. */
+#include "image-layout.h"
 #include "image-proof.h"
 #include "log.h"
 #include "macro.h"
@@ -183,10 +184,10 @@ image_proof_open(const struct image_proof_roots *im, int fd, enum image_proof_us
 				return why_err(r == -ENOTEMPTY ? -EEXIST : r, why, size,
 					       "%s is not an empty new image", path);
 		} else {
-			r = vm ? member_regular(ifd, "state")
-			       : member_regular(ifd, "checkpoint.img");
+			r = vm ? member_regular(ifd, IMAGE_LAYOUT_VM_STATE)
+			       : member_regular(ifd, IMAGE_LAYOUT_GVISOR_CHECKPOINT);
 			if (r == 0 && vm)
-				r = member_regular(ifd, "ram");
+				r = member_regular(ifd, IMAGE_LAYOUT_VM_RAM);
 			if (r < 0)
 				return why_err(r == -ENOENT ? -ENOENT : -EACCES, why, size,
 					       "%s holds no %s image (regular files)", path,

@@ -1,7 +1,7 @@
 /* See microvm-net.h. Runs in the launcher child (already in the slot namespace, still root),
  * so it may exec nft; netnsd's locked-down main process only deletes the table (netlink). */
 #include "microvm-net.h"
-#include "agent-proto.h"
+#include "agent-protocol.h"
 #include "isolation.h"
 #include "vmm.h"
 
@@ -46,7 +46,7 @@ tap_address(void)
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
 	sin->sin_family = AF_INET;
 	int r = 0;
-	inet_pton(AF_INET, VMM_HOST_ADDR, &sin->sin_addr);
+	inet_pton(AF_INET, AGENT_PROTO_HOST_ADDR, &sin->sin_addr);
 	if (ioctl(s, SIOCSIFADDR, &ifr) < 0)
 		r = -errno;
 	inet_pton(AF_INET, "255.255.255.0", &sin->sin_addr);
@@ -89,7 +89,7 @@ microvm_net_setup(uid_t uid, unsigned port)
 		 "  oifname \"eth0\" ip saddr %4$s masquerade\n"
 		 " }\n"
 		 "}\n",
-		 MICROVM_NFT_TABLE, port, VMM_GUEST_ADDR, VMM_GUEST_ADDR,
+		 MICROVM_NFT_TABLE, port, AGENT_PROTO_GUEST_ADDR, AGENT_PROTO_GUEST_ADDR,
 		 /* the agent's envd API too, unless it is the template's own port */
 		 port == AGENT_PROTO_ENVD_PORT ? "" : ", " AGENT_PROTO_ENVD_PORT_S);
 	r = nft_run(script);

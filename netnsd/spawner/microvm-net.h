@@ -9,6 +9,6 @@
 #define MICROVM_NFT_TABLE "warren_vm"
 
 /* In the slot namespace (the launcher, before exec): a persistent tap VMM_TAP_NAME owned by
- * uid with VMM_HOST_ADDR/24, forwarding on, and the table: the slot's port DNATed to the guest,
- * the guest's own connections masqueraded behind the slot address. Idempotent. */
+ * uid with AGENT_PROTO_HOST_ADDR/24, forwarding on, and the table: the slot's port DNATed to the
+ * guest, the guest's own connections masqueraded behind the slot address. Idempotent. */
 int microvm_net_setup(uid_t uid, unsigned port);

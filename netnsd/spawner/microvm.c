@@ -2,9 +2,10 @@
  * cgroup, snapshot = pause + device state + RAM file + resume in place, restore = the RAM file
  * mapped private + device state + the agent told the time and the new identity. */
 #include "microvm.h"
-#include "agent-proto.h"
+#include "agent-protocol.h"
 #include "microvm-net.h"
 #include "fileio.h"
+#include "image-layout.h"
 #include "ipc.h"
 #include "log.h"
 #include "macro.h"
@@ -303,8 +304,8 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 		 * the VMM inherits at the same number. Both are opened here, without following
 		 * symlinks, and the VMM gets the fds (/proc/self/fd/N names its own inherited fd:
 		 * QEMU opens it before it drops to its user, Firecracker as the VM user). */
-		state_fd = image_member_open(s->image_fd, "state");
-		ram_fd = state_fd < 0 ? -1 : image_member_open(s->image_fd, "ram");
+		state_fd = image_member_open(s->image_fd, IMAGE_LAYOUT_VM_STATE);
+		ram_fd = state_fd < 0 ? -1 : image_member_open(s->image_fd, IMAGE_LAYOUT_VM_RAM);
 		struct stat st;
 		if (state_fd < 0 || ram_fd < 0)
 			r = state_fd < 0 ? state_fd : ram_fd;
@@ -498,7 +499,7 @@ agent_open(const char *bundle)
 		return fd;
 	if (driver->agent_vsock) {
 		char line[64];
-		snprintf(line, sizeof line, "CONNECT %u\n", VMM_AGENT_VSOCK_PORT);
+		snprintf(line, sizeof line, "CONNECT %u\n", AGENT_PROTO_VSOCK_PORT);
 		int r = write_full(fd, line, strlen(line));
 		if (r == 0)
 			r = read_line(fd, line, sizeof line, AGENT_TIMEOUT_MS);
@@ -825,16 +826,17 @@ microvm_snapshot(const struct microvm_config *c, const char *bundle, const char 
 	 * are created here, never opened through a name that was there before. They stay root's
 	 * until sealed (image_proof_seal proves them ours, then hands them to the store's owner);
 	 * the copier writes through these fds, checked at open. */
-	_cleanup_close_ int state = openat(
-		image_dirfd, "state", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_close_ int state =
+		openat(image_dirfd, IMAGE_LAYOUT_VM_STATE,
+		       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	_cleanup_close_ int out =
 		state < 0 ? -1
-			  : openat(image_dirfd, "ram",
+			  : openat(image_dirfd, IMAGE_LAYOUT_VM_RAM,
 				   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0) {
 		int r = -errno;
 		vmm_log(bundle, "snapshot of %s: cannot create the image's %s: %s", id,
-			state < 0 ? "state" : "ram", strerror(-r));
+			state < 0 ? IMAGE_LAYOUT_VM_STATE : IMAGE_LAYOUT_VM_RAM, strerror(-r));
 		return r;
 	}
 	_cleanup_close_ int in = -1; /* a cold VM's RAM memfd, or a restored VM's image RAM */

@@ -68,7 +68,8 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	      f);
 	if (s->agent_source) {
 		/* the agent, read-only: the sandbox runs it but cannot change it */
-		fputs(",{\"destination\":\"" OCI_SPEC_AGENT_PATH "\",\"type\":\"bind\",\"source\":",
+		fputs(",{\"destination\":\"" AGENT_PROTO_GVISOR_PATH
+		      "\",\"type\":\"bind\",\"source\":",
 		      f);
 		json_str(f, s->agent_source);
 		fputs(",\"options\":[\"bind\",\"ro\",\"nosuid\",\"nodev\"]}", f);

@@ -3,6 +3,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent-protocol.h" /* AGENT_PROTO_GVISOR_PATH: where the container sees the agent */
+
 struct oci_spec {
 	const char *id;
 	const char *rootfs;
@@ -17,11 +19,10 @@ struct oci_spec {
 	uint32_t cpu_quota_us, cpu_period_us; /* CFS bandwidth; 0: no quota */
 	const char *netns_path;
 	const char *cgroups_path;
-	/* the sandbox agent's binary, bind-mounted read-only at OCI_SPEC_AGENT_PATH; NULL: none */
+	/* the sandbox agent's binary, bind-mounted read-only at AGENT_PROTO_GVISOR_PATH; NULL: none
+	 */
 	const char *agent_source;
 };
-/* Where a gVisor container sees warren-agent, its first process (agent/warren-agent.c). */
-#define OCI_SPEC_AGENT_PATH "/.warren/agent"
 /* Bounds every gVisor sandbox gets (config.json's linux.resources; memory comes per template). */
 struct oci_limits {
 	uint32_t pids_max;   /* host tasks: runsc's sentry and gofer threads and ptrace stubs */

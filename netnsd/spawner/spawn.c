@@ -20,6 +20,7 @@
 #include "log-ring.h"
 #include "microvm.h"
 #include "fileio.h"
+#include "image-layout.h"
 #include "ipc-server.h"
 #include "log.h"
 #include "macro.h"
@@ -783,12 +784,12 @@ cmd_done(struct cmd *c, int status)
 		fault_point("checkpoint-write");
 		/* what runsc or the snapshot wrote, root's, becomes snapshotd's to seal */
 		if (ok && !sb->vm)
-			ok = image_proof_seal(&c->image, "checkpoint.img") == 0;
+			ok = image_proof_seal(&c->image, IMAGE_LAYOUT_GVISOR_CHECKPOINT) == 0;
 		if (ok && !sb->vm && sb->console)
 			console_log_save(sb, &c->image);
 		if (ok && sb->vm)
-			ok = image_proof_seal(&c->image, "state") == 0 &&
-			     image_proof_seal(&c->image, "ram") == 0;
+			ok = image_proof_seal(&c->image, IMAGE_LAYOUT_VM_STATE) == 0 &&
+			     image_proof_seal(&c->image, IMAGE_LAYOUT_VM_RAM) == 0;
 		if (ok) {
 			Warren__V1__CheckpointSandboxResponse cr =
 				WARREN__V1__CHECKPOINT_SANDBOX_RESPONSE__INIT;
@@ -896,19 +897,19 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 {
 	sb->vm = true;
 	sb->memory_limit = q->memory_limit;
-	char initrd[PATH_MAX];
-	snprintf(initrd, sizeof initrd, "%s", q->rootfs);
-	char *slash = strrchr(initrd, '/');
-	if (!slash) {
-		sb_forget(sb);
-		return -EINVAL;
-	}
-	snprintf(slash, sizeof initrd - (size_t)(slash - initrd), "/vm-initramfs.cpio");
+	char initrd[PATH_MAX], disk[PATH_MAX];
 	/* a template too big for an initramfs has a read-only root disk next to it */
-	char disk[PATH_MAX];
-	snprintf(disk, sizeof disk, "%.*s/vm-rootfs.ext4", (int)(slash - initrd), initrd);
+	int r = image_layout_template_file(q->rootfs, IMAGE_LAYOUT_VM_INITRAMFS, initrd,
+					   sizeof initrd);
+	if (r == 0)
+		r = image_layout_template_file(q->rootfs, IMAGE_LAYOUT_VM_ROOT_DISK, disk,
+					       sizeof disk);
+	if (r < 0) {
+		sb_forget(sb);
+		return r;
+	}
 	bool has_disk = access(disk, R_OK) == 0;
-	int r = mkdir_p(sb->bundle, 0700);
+	r = mkdir_p(sb->bundle, 0700);
 	if (r < 0) {
 		sb_forget(sb);
 		return r;
@@ -1007,9 +1008,10 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 	/* the agent goes first where the template has its mount point (`warren-template-build`
 	 * makes it); elsewhere the program runs directly, as without --gvisor-agent */
 	bool with_agent = agent_fd >= 0;
-	if (with_agent && rootfs_agent_mountpoint(sb->rootfs_fd, OCI_SPEC_AGENT_PATH) < 0) {
+	if (with_agent && rootfs_agent_mountpoint(sb->rootfs_fd, AGENT_PROTO_GVISOR_PATH) < 0) {
 		with_agent = false;
-		log_info("Sandbox %s: template %s has no " OCI_SPEC_AGENT_PATH " file to mount the "
+		log_info("Sandbox %s: template %s has no " AGENT_PROTO_GVISOR_PATH
+			 " file to mount the "
 			 "agent on: its program runs without the agent (no envd API)",
 			 q->id, q->rootfs);
 	}
@@ -1034,7 +1036,7 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 	}
 	size_t argc = 0;
 	if (with_agent) {
-		argv[argc++] = (char *)OCI_SPEC_AGENT_PATH;
+		argv[argc++] = (char *)AGENT_PROTO_GVISOR_PATH;
 		argv[argc++] = (char *)"--";
 	}
 	for (size_t i = 0; i < q->n_argv; i++)

@@ -5,7 +5,7 @@
  * migration stream (x-ignore-shared) because the RAM is a file; 7.2 has no file: migration
  * URI, so the state goes through an fd (getfd over the QMP socket, or inherited on restore). */
 #include "vmm.h"
-#include "agent-proto.h"
+#include "agent-protocol.h"
 #include "clock.h"
 #include "ipc.h"
 #include "log.h"
@@ -66,13 +66,13 @@ qemu_argv(const struct vmm_launch *l, char ***out)
 	if (l->tap) /* the slot's tap (made by the core, owned by the VM user; DNAT to the guest) */
 		ARG("tap,id=n0,ifname=%s,script=no,downscript=no", VMM_TAP_NAME);
 	else
-		/* the template's port, and the agent's envd API (agent-proto.h) */
-		ARG("user,id=n0,net=10.0.2.0/24,host=" VMM_HOST_ADDR
-		    ",restrict=off,hostfwd=tcp::%u-" VMM_GUEST_ADDR ":%u%s",
+		/* the template's port, and the agent's envd API (common/agent-protocol.h) */
+		ARG("user,id=n0,net=10.0.2.0/24,host=" AGENT_PROTO_HOST_ADDR
+		    ",restrict=off,hostfwd=tcp::%u-" AGENT_PROTO_GUEST_ADDR ":%u%s",
 		    l->port, l->port,
 		    l->port == AGENT_PROTO_ENVD_PORT ? ""
 						     : ",hostfwd=tcp::" AGENT_PROTO_ENVD_PORT_S
-						       "-" VMM_GUEST_ADDR
+						       "-" AGENT_PROTO_GUEST_ADDR
 						       ":" AGENT_PROTO_ENVD_PORT_S);
 	ARG("-device");
 	ARG("virtio-net-device,netdev=n0");

@@ -8,15 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent-proto.h"
+#include "agent-protocol.h"
 
-/* The guest's fixed inner address on every VM and clone (docs/MICROVM.md: addressing). */
-#define VMM_GUEST_ADDR "10.0.2.15"
-#define VMM_HOST_ADDR "10.0.2.2"
 /* The tap device in the slot namespace, for VMMs without a user-mode network. */
 #define VMM_TAP_NAME "wtap0"
-/* The agent's vsock port (VMMs without virtio-serial). */
-#define VMM_AGENT_VSOCK_PORT AGENT_PROTO_VSOCK_PORT
 
 struct vmm_launch {
 	const char *binary;

@@ -1,4 +1,4 @@
-/* libFuzzer harness: the microVM agent protocol (agent/agent-proto.h) in both directions.
+/* libFuzzer harness: the microVM agent protocol (common/agent-protocol.h) in both directions.
  *
  * Byte 0, bit 0 clear: the host side. The rest of the input is what a hostile guest's agent
  * sends back, read by the spawner's real code (netnsd/spawner/microvm.c: microvm_agent_open with
@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent-proto.h"
+#include "agent-protocol.h"
 #include "microvm-net.h"
 #include "microvm.h"
 #include "vmm.h"

@@ -200,6 +200,8 @@ fuzz_codecs(const uint8_t *d, size_t n)
 	free(s);
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

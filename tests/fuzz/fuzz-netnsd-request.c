@@ -31,6 +31,7 @@
 #include "backend.h"
 #include "cgroup.h"
 #include "fileio.h"
+#include "image-layout.h"
 #include "image-proof.h"
 #include "netnsd-validate.h"
 #include "netnsd.h"
@@ -266,8 +267,9 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 		CHECK(fd_path_under(img.fd, store, name, sizeof name) ||
 		      fd_path_under(img.fd, cache, name, sizeof name));
 		CHECK(name[0] != '.');
-		CHECK(vm ? member_is_file(img.fd, "state") && member_is_file(img.fd, "ram")
-			 : member_is_file(img.fd, "checkpoint.img"));
+		CHECK(vm ? member_is_file(img.fd, IMAGE_LAYOUT_VM_STATE) &&
+				      member_is_file(img.fd, IMAGE_LAYOUT_VM_RAM)
+			 : member_is_file(img.fd, IMAGE_LAYOUT_GVISOR_CHECKPOINT));
 		CHECK(img.owner == geteuid());
 		close(img.fd);
 		break;
@@ -288,15 +290,16 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 		/* what runsc writes there is sealed through the proven fd: 0600, the store owner's
 		 */
 		{
-			int f = openat(img.fd, "checkpoint.img",
+			int f = openat(img.fd, IMAGE_LAYOUT_GVISOR_CHECKPOINT,
 				       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 			CHECK(f >= 0);
 			close(f);
-			CHECK(image_proof_seal(&img, "checkpoint.img") == 0);
+			CHECK(image_proof_seal(&img, IMAGE_LAYOUT_GVISOR_CHECKPOINT) == 0);
 			struct stat st;
-			CHECK(fstatat(img.fd, "checkpoint.img", &st, AT_SYMLINK_NOFOLLOW) == 0);
+			CHECK(fstatat(img.fd, IMAGE_LAYOUT_GVISOR_CHECKPOINT, &st,
+				      AT_SYMLINK_NOFOLLOW) == 0);
 			CHECK((st.st_mode & 07777) == 0600 && st.st_uid == img.owner);
-			CHECK(unlinkat(img.fd, "checkpoint.img", 0) == 0);
+			CHECK(unlinkat(img.fd, IMAGE_LAYOUT_GVISOR_CHECKPOINT, 0) == 0);
 		}
 		close(img.fd);
 		break;
@@ -404,28 +407,28 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		{"templates", "dir"},
 		{"templates/web", "dir"},
 		{"templates/web/rootfs", "dir"},
-		{"templates/web/vm-initramfs.cpio", "file"},
+		{"templates/web/" IMAGE_LAYOUT_VM_INITRAMFS, "file"},
 		{"store", "dir"},
 		{"store/.tmp.t1.0000abcd", "dir"},
 		{"store/.tmp.t2.0000abce", "dir"},
-		{"store/.tmp.t2.0000abce/state", "/etc/passwd"},
+		{"store/.tmp.t2.0000abce/" IMAGE_LAYOUT_VM_STATE, "/etc/passwd"},
 		{"store/good", "dir"},
-		{"store/good/checkpoint.img", "file"},
-		{"store/good/state", "file"},
-		{"store/good/ram", "file"},
+		{"store/good/" IMAGE_LAYOUT_GVISOR_CHECKPOINT, "file"},
+		{"store/good/" IMAGE_LAYOUT_VM_STATE, "file"},
+		{"store/good/" IMAGE_LAYOUT_VM_RAM, "file"},
 		{"store/evil", "dir"},
-		{"store/evil/checkpoint.img", "/etc/passwd"},
-		{"store/evil/state", "/etc/passwd"},
-		{"store/evil/ram", "/etc/passwd"},
+		{"store/evil/" IMAGE_LAYOUT_GVISOR_CHECKPOINT, "/etc/passwd"},
+		{"store/evil/" IMAGE_LAYOUT_VM_STATE, "/etc/passwd"},
+		{"store/evil/" IMAGE_LAYOUT_VM_RAM, "/etc/passwd"},
 		{"cache", "dir"},
 		{"cache/good.123", "dir"},
-		{"cache/good.123/checkpoint.img", "file"},
-		{"cache/good.123/state", "file"},
-		{"cache/good.123/ram", "file"},
+		{"cache/good.123/" IMAGE_LAYOUT_GVISOR_CHECKPOINT, "file"},
+		{"cache/good.123/" IMAGE_LAYOUT_VM_STATE, "file"},
+		{"cache/good.123/" IMAGE_LAYOUT_VM_RAM, "file"},
 		{"outside", "dir"},
-		{"outside/checkpoint.img", "/etc/passwd"},
-		{"outside/state", "/etc/passwd"},
-		{"outside/ram", "/etc/passwd"},
+		{"outside/" IMAGE_LAYOUT_GVISOR_CHECKPOINT, "/etc/passwd"},
+		{"outside/" IMAGE_LAYOUT_VM_STATE, "/etc/passwd"},
+		{"outside/" IMAGE_LAYOUT_VM_RAM, "/etc/passwd"},
 		{"slot0", "file"},
 		{"slot1", "file"},
 		{"slot2", "file"},
@@ -463,7 +466,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		palette[k++] = fake_pool.slots[i].nsfd;
 	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
 		palette[k++] = po(dirs[i], O_RDONLY | O_DIRECTORY);
-	palette[k++] = po("templates/web/vm-initramfs.cpio", O_RDONLY);
+	palette[k++] = po("templates/web/" IMAGE_LAYOUT_VM_INITRAMFS, O_RDONLY);
 	palette[k++] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	palette[k++] = po("store", O_PATH | O_DIRECTORY);
 	CHECK(k == 16);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "image-layout.h"
 #include "snapshotd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -38,6 +39,7 @@ reclaim_start(struct snapshotd *s, struct ipc_call *call)
 /* image_prepare's random suffix (4 bytes) is zero here, so a commit in the same input can name
  * the directory a prepare made (.tmp.<tag>.00000000) and reach the sealing path. */
 ssize_t __real_getrandom(void *buf, size_t len, unsigned flags);
+ssize_t __wrap_getrandom(void *buf, size_t len, unsigned flags);
 ssize_t
 __wrap_getrandom(void *buf, size_t len, unsigned flags)
 {
@@ -126,8 +128,8 @@ drain(int fd)
 		if (r < 0)
 			continue;
 		for (size_t i = 0; i < n; i++) {
-			int f = openat(fds[i], "checkpoint.img", O_WRONLY | O_CREAT | O_CLOEXEC,
-				       0600);
+			int f = openat(fds[i], IMAGE_LAYOUT_GVISOR_CHECKPOINT,
+				       O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 			if (f >= 0) {
 				(void)!write(f, "image", 5);
 				close(f);

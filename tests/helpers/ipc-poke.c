@@ -20,8 +20,10 @@
  *                       (netnsd: prints "status S out BYTES err BYTES" and stderr's last line)
  *   ipc-poke SOCKET snap-...                 (snapshotd requests: see snapshotd_poke below)
  * A BACKEND is a name ("gvisor", "microvm", "" for the default) or a bare number, sent as the
- * proto enum's value unchecked: how a hostile peer names a backend that does not exist. */
+ * proto enum's value unchecked: how a hostile peer names a backend that does not exist. A
+ * COMPRESSION likewise: "auto", "none", "" (auto) or a bare number. */
 #include "backend.h"
+#include "image-layout.h"
 #include "ipc.h"
 
 #include <errno.h>
@@ -44,6 +46,16 @@ poke_backend(const char *s)
 	if (b >= 0)
 		return (Warren__V1__Backend)b;
 	return (Warren__V1__Backend)(s[0] ? (int)strtol(s, NULL, 0) : 0);
+}
+
+static Warren__V1__Compression
+poke_compression(const char *s)
+{
+	if (!strcmp(s, "none"))
+		return WARREN__V1__COMPRESSION__COMPRESSION_NONE;
+	if (!strcmp(s, "auto") || !s[0])
+		return WARREN__V1__COMPRESSION__COMPRESSION_AUTO;
+	return (Warren__V1__Compression)(int)strtol(s, NULL, 0);
 }
 
 static int
@@ -446,12 +458,13 @@ main(int argc, char **argv)
  *   snap-list                      ListImages: "ok NAME..."
  *   snap-open TAG                  OpenImage: "ok TEMPLATE BACKEND FDS"
  *   snap-prepare TAG               PrepareImage: "ok TEMP FDS" (the directory is left)
- *   snap-take TAG TEMPLATE BACKEND prepare, write a file through the fd, commit (positive path)
- *   snap-commit TEMP TAG [PARENT [TEMPLATE [BACKEND]]]
+ *   snap-take TAG TEMPLATE BACKEND [COMPRESSION]
+ *                                  prepare, write a file through the fd, commit (positive path)
+ *   snap-commit TEMP TAG [PARENT [TEMPLATE [BACKEND [COMPRESSION]]]]
  *   snap-remove TAG | snap-abort TEMP
  *   snap-fds N dev|dir TAG         OpenImage declaring and carrying N fds (/dev/null or /)
  *   snap-swap BYTES                SetupReclaim: a swap file of BYTES, zswap off
- *   snap-big tag|temp|parent|template|backend|compressor SIZE
+ *   snap-big tag|temp|parent|template|backend|compression|compressor SIZE
  *                                  a field of SIZE bytes ("a" repeated)
  * Every mode prints "dropped" when snapshotd hung up, "error N MESSAGE" for an error reply. */
 static int
@@ -548,8 +561,8 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		/* what a checkpoint does: a file in the directory handed over, given to the
 		 * directory's owner (snapshotd's user) as the spawner does: snapshotd keeps no
 		 * CAP_DAC_OVERRIDE to read a member that is someone else's */
-		int f = openat(fds[0], "checkpoint.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-			       0600);
+		int f = openat(fds[0], IMAGE_LAYOUT_GVISOR_CHECKPOINT,
+			       O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		struct stat dst;
 		if (f >= 0 && geteuid() == 0 && fstat(fds[0], &dst) == 0 &&
 		    fchown(f, dst.st_uid, dst.st_gid) < 0) {
@@ -566,6 +579,7 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		cq.tag = argv[3];
 		cq.template_name = argv[4];
 		cq.backend = poke_backend(argv[5]);
+		cq.compression = poke_compression(argc > 6 ? argv[6] : "");
 		req->body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
 		req->commit_image = &cq;
 		req->id++;
@@ -581,6 +595,7 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 		cq.parent = argc > 5 ? argv[5] : "";
 		cq.template_name = argc > 6 ? argv[6] : "";
 		cq.backend = poke_backend(argc > 7 ? argv[7] : "");
+		cq.compression = poke_compression(argc > 8 ? argv[8] : "");
 		req->body_case = WARREN__V1__REQUEST__BODY_COMMIT_IMAGE;
 		req->commit_image = &cq;
 		if (snap_send(fd, req, NULL, 0) || snap_reply(fd, &resp, fds, &n))
@@ -659,6 +674,9 @@ snapshotd_poke(int fd, IpcRequest *req, int argc, char **argv)
 				cq.parent = big;
 			else if (!strcmp(field, "template"))
 				cq.template_name = big;
+			else if (!strcmp(field, "compression"))
+				cq.compression = poke_compression(
+					"2147483647"); /* a number outside the enum */
 			else
 				cq.backend = poke_backend(
 					"2147483647"); /* no string: a number outside the enum */

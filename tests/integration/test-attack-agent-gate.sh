@@ -1,5 +1,5 @@
 #!/bin/bash
-# The agent gate: port 49983 of a sandbox (warren-agent, E2B's envd API: a shell in the sandbox)
+# The agent gate: port 49983 (AGENT_PROTO_ENVD_PORT, common/agent-protocol.h) of a sandbox (warren-agent, E2B's envd API: a shell in the sandbox)
 # is reachable through the gateway by E2B's routing headers, and the gateway serves every local
 # user. It must answer 403 unless the route is the E2B control plane's (agent_api: E2B's own
 # access token, checked by the agent) or the request carries the sandbox's own agent token.

@@ -56,6 +56,7 @@ dropped "CommitImage climbing out through the temporary name" snap-commit "../ou
 dropped "CommitImage with a parent that is not a sandbox id" snap-commit "$temp" victim2 ../../etc/pa
 dropped "CommitImage with a bad template" snap-commit "$temp" victim2 0123456789ab ../web
 dropped "CommitImage with a backend outside the enum" snap-commit "$temp" victim2 0123456789ab web 99
+dropped "CommitImage with a compression outside the enum" snap-commit "$temp" victim2 0123456789ab web gvisor 2
 # fds: no snapshotd request takes one; neither count nor type gets through
 dropped "OpenImage carrying one /dev/null fd" snap-fds 1 dev good
 dropped "OpenImage carrying two directory fds" snap-fds 2 dir good
@@ -66,6 +67,7 @@ dropped "a 60000-byte temporary name" snap-big temp 60000
 dropped "a 4000-byte parent" snap-big parent 4000
 dropped "a 4000-byte template" snap-big template 4000
 dropped "a backend numbered 2^31-1 (no longer a string: the largest enum number)" snap-big backend 4000
+dropped "a compression numbered 2^31-1" snap-big compression 4000
 dropped "a 4000-byte zswap compressor" snap-big compressor 4000
 expect "the aborted attack left its prepared directory to be cleaned" test -d "$T/images/$temp"
 out=$(pw snap-abort "$temp" || true)

@@ -1,6 +1,7 @@
 #!/bin/bash
 # zstd for tag images: snapshotd measures its disk once (cached, --measure-disk re-measures) and
-# compresses tag images only when the disk is slower than --compress-below; warm images never.
+# compresses tag images only when the disk is slower than --compress-below; warm images never
+# (the supervisor commits them with compression NONE; snapshotd does not read the tag's name).
 # Here the threshold is set above any disk so the compressed path runs: the tag is smaller, says
 # it is compressed, its files are .zst, children restore from it (decompressed once into the
 # cache), and RemoveTag drops the cache; snapshotd killed (SIGKILL, at a fault point) while it
@@ -12,6 +13,19 @@ out=$("$LIBEXEC/warren-snapshotd" --store "$T/measure" --measure-disk)
 expect "--measure-disk reports the store disk ($out)" grep -q "MB/s sequential writes" <<<"$out"
 expect "and caches it per device" test -s "$T/measure/.disk-speed"
 warren_start
+# the policy is the request's (CommitImage.compression, set by the supervisor), never the tag's
+# name: a warm- tag committed AUTO is compressed here (the threshold is above any disk), a plain
+# tag committed NONE is not
+out=$("$POKE" "$T/snapshotd.sock" snap-take warm-byname web gvisor auto || true)
+expect "a warm- tag committed AUTO is sealed ($out)" grep -q '^ok warm-byname ' <<<"$out"
+expect "and compressed: the name is not read" grep -q '^compression=zstd' "$T/images/warm-byname/warren-image"
+out=$("$POKE" "$T/snapshotd.sock" snap-take byrequest web gvisor none || true)
+expect "a plain tag committed NONE is sealed ($out)" grep -q '^ok byrequest ' <<<"$out"
+expect "and not compressed" grep -q '^compression=none' "$T/images/byrequest/warren-image"
+for t in warm-byname byrequest; do
+	out=$("$POKE" "$T/snapshotd.sock" snap-remove "$t" || true)
+	expect "the poked image $t is removed ($out)" test "$out" = ok
+done
 id=$(mgr CreateSandbox sa{sv} web 3 wait b true backend s microvm start_timeout_ms u 60000 | awk '{print $2}' | tr -d '"')
 expect "a microVM runs" test "$(sbprop "$id" State)" = running
 warrenctl exec "$id" -- /bin/busybox sh -c 'echo before-zstd > /tmp/marker' || fail "exec"

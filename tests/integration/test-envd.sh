@@ -1,6 +1,7 @@
 #!/bin/bash
 # E2B's envd API, served by warren-agent inside the sandbox, reached through the gateway by E2B's
-# routing headers (E2b-Sandbox-Id, E2b-Sandbox-Port: 49983), on both backends (gVisor, where the
+# routing headers (E2b-Sandbox-Id, E2b-Sandbox-Port: 49983, AGENT_PROTO_ENVD_PORT in
+# common/agent-protocol.h), on both backends (gVisor, where the
 # agent is the container's first process, bind-mounted read-only by the spawner; and a microVM,
 # where it is PID 1 of the guest). Connect JSON bodies and connect+json envelopes are built and
 # parsed here (tests/helpers/envd-client.py). What must hold:

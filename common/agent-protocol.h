@@ -1,6 +1,11 @@
-/* The microVM agent protocol, shared by the guest's agent (agent/warren-agent.c, a static binary
- * of its own: so this header holds its code inline and needs only libc) and the host's spawner
- * (netnsd/spawner/microvm.c). One request per line, host to guest:
+/* The sandbox agent's protocol: the one place C code takes its constants and its line protocol
+ * from. Shared by the agent itself (agent/warren-agent.c and agent/envd.c, a static binary of its
+ * own: so this header holds its code inline and needs only libc), the host's spawner
+ * (netnsd/spawner/: microvm.c, vmm-*.c, spawn.c), the gateway (the gate on the envd port) and
+ * warren-e2b-api (POST /init). Scripts and tests that need one of these values keep it, with a
+ * comment naming this header.
+ *
+ * The microVM line protocol, one request per line, host to guest:
  *   ping                  -> ok
  *   clock <sec> <nsec>    -> ok | error clock
  *   id <sandbox id>       -> ok | error id
@@ -15,13 +20,30 @@
 #include <string.h>
 #include <sys/types.h>
 
+/* A microVM guest's fixed inner address and gateway, on every VM and every clone (the agent sets
+ * them on eth0; the VMM's network forwards to the guest address; docs/MICROVM.md: addressing) */
+#define AGENT_PROTO_GUEST_ADDR "10.0.2.15"
+#define AGENT_PROTO_HOST_ADDR "10.0.2.2"
 /* QEMU's virtio-serial port the agent answers on */
 #define AGENT_PROTO_PORT_NAME "org.warren.agent"
 /* the vsock port it listens on for VMMs without virtio-serial (Firecracker) */
 #define AGENT_PROTO_VSOCK_PORT 1024
-/* the agent's envd API (agent/envd.c), forwarded by the VMM beside the template's port */
+/* the agent's envd API (agent/envd.c), forwarded by the VMM beside the template's port and
+ * reachable through the gateway by E2B's routing headers (tests and scripts: 49983) */
 #define AGENT_PROTO_ENVD_PORT 49983
 #define AGENT_PROTO_ENVD_PORT_S "49983"
+/* the header the envd API checks against the access token POST /init set (E2B's envd) */
+#define AGENT_PROTO_ACCESS_TOKEN_HEADER "X-Access-Token"
+/* the header the gateway checks against a sandbox's agent token before it forwards anything to
+ * the envd port (never forwarded itself) */
+#define AGENT_PROTO_GATE_TOKEN_HEADER "X-Warren-Agent-Token"
+/* where a gVisor container sees the agent, its first process: a mount point the template
+ * carries (scripts/warren-template-build makes it) */
+#define AGENT_PROTO_GVISOR_PATH "/.warren/agent"
+/* in a microVM guest: the kernel modules the agent loads at boot, one path a line, and those it
+ * loads only for vsock (scripts/warren-vm-image writes both) */
+#define AGENT_PROTO_MODULES_PATH "/etc/warren/modules"
+#define AGENT_PROTO_MODULES_VSOCK_PATH "/etc/warren/modules-vsock"
 /* the most argv bytes an exec request may carry */
 #define AGENT_PROTO_MAX_EXEC (64 * 1024)
 
