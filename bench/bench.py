@@ -22,6 +22,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = "/var/lib/warren/templates"
 RUNSC_ROOT = "/run/warren-bench/runsc"
 BENCH_NS = "warrenbench"
+# The Warren under test: the installed one by default; a private instance (a test's daemons on
+# their own bus, gateway port and image store, e.g. a build installed elsewhere) through these
+GW = os.environ.get("WARREN_BENCH_GATEWAY", "http://127.0.0.1:8300")
+IMAGES = os.environ.get("WARREN_BENCH_IMAGES", "/var/lib/warren/images")
 
 
 def sh(cmd, check=True, **kw):
@@ -80,7 +84,7 @@ def warren_create(template):
     out = sh(["warrenctl", "--json", "create", template, "--wait"]).stdout
     d = json.loads(out)
     # the path form of the same route (Python's resolver does not know *.localhost)
-    d["url"] = f"http://127.0.0.1:8300/s/{d['id']}/"
+    d["url"] = f"{GW}/s/{d['id']}/"
     if not wait_http(d["url"]):
         raise RuntimeError("no answer from " + d["url"])
     return (now() - t0) * 1000, d["id"]
@@ -269,7 +273,7 @@ def bench(quick):
                     "job: what a claim from the pre-built pool replaces)", target="<= 1 ms"))
     print("thaw on request", file=sys.stderr)
     _, sid = warren_create("web")
-    url = f"http://127.0.0.1:8300/s/{sid}/"
+    url = f"{GW}/s/{sid}/"
     thaw, warm = [], []
     for _ in range(5 if quick else 20):
         t0 = now()
@@ -341,7 +345,7 @@ def standby_create(template, backend, create):
 
 def touch(sid):
     t0 = now()
-    with urllib.request.urlopen(f"http://127.0.0.1:8300/s/{sid}/touch", timeout=120) as r:
+    with urllib.request.urlopen(f"{GW}/s/{sid}/touch", timeout=120) as r:
         d = json.loads(r.read())
     return (now() - t0) * 1000, d["ms"]
 
@@ -405,7 +409,7 @@ def fork_vs_plain(tag, count, cid_prefix, template="web", timeout=60, interval=0
     t0 = now()
     ids = sh(["warrenctl", "fork", tag, str(count)]).stdout.split()
     with cf.ThreadPoolExecutor(count) as ex:
-        ok = list(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=timeout,
+        ok = list(ex.map(lambda i: wait_http(f"{GW}/s/{i}/", timeout=timeout,
                                              interval=interval), ids))
     if len(ids) != count or not all(ok):
         raise RuntimeError(f"fork of {count} from {tag}: {len(ids)} children, "
@@ -415,7 +419,7 @@ def fork_vs_plain(tag, count, cid_prefix, template="web", timeout=60, interval=0
         list(ex.map(warren_destroy, ids))
     for i in range(count):
         plain_ns(i)
-    image = f"--image-path=/var/lib/warren/images/{tag}"
+    image = f"--image-path={IMAGES}/{tag}"
     t0 = now()
     with cf.ThreadPoolExecutor(count) as ex:
         cids = list(ex.map(lambda i: plain_start(i, f"{cid_prefix}{i:03d}", "restore", image,
@@ -435,7 +439,7 @@ def bench_snapshot(quick):
         tag = f"bench{rnd}{int(time.time()) % 100000}"
         t0 = now()
         sh(["warrenctl", "snapshot", parent, tag])
-        must_http(f"http://127.0.0.1:8300/s/{parent}/", f"snapshotted parent {parent}", interval=0.002)
+        must_http(f"{GW}/s/{parent}/", f"snapshotted parent {parent}", interval=0.002)
         pause.append((now() - t0) * 1000)
         for count, dest, base in ((5, fork_w, fork_b), (1, one_w, one_b), (20, f20_w, f20_b)):
             w, b = fork_vs_plain(tag, count, f"benchrs{rnd}{count}")
@@ -447,7 +451,7 @@ def bench_snapshot(quick):
     for rnd in range(1 if quick else 2):
         tag = f"bench100{rnd}{int(time.time()) % 100000}"
         sh(["warrenctl", "snapshot", parent, tag])
-        must_http(f"http://127.0.0.1:8300/s/{parent}/", f"snapshotted parent {parent}", interval=0.005)
+        must_http(f"{GW}/s/{parent}/", f"snapshotted parent {parent}", interval=0.005)
         w, b = fork_vs_plain(tag, 100, f"benchrh{rnd}", timeout=120, interval=0.01)
         f100_w.append(w)
         f100_b.append(b)
@@ -464,7 +468,7 @@ def bench_snapshot(quick):
                   "org.warren.Warren1.Manager", "BranchSandbox", "ssu", parent, tag, "3"]).stdout
         ids = re.findall(r'"([0-9a-f]{12})"', out)
         with cf.ThreadPoolExecutor(4) as ex:
-            ok = list(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", interval=0.005),
+            ok = list(ex.map(lambda i: wait_http(f"{GW}/s/{i}/", interval=0.005),
                              ids + [parent]))
         if len(ids) != 3 or not all(ok):
             raise RuntimeError(f"branch of {parent} into 3: {len(ids)} children, {ok.count(False)} "
@@ -480,7 +484,7 @@ def bench_snapshot(quick):
     for rnd in range(1 if quick else 2):
         tag = f"benchapp{rnd}{int(time.time()) % 100000}"
         sh(["warrenctl", "snapshot", aparent, tag])
-        must_http(f"http://127.0.0.1:8300/s/{aparent}/", f"snapshotted parent {aparent}", interval=0.005)
+        must_http(f"{GW}/s/{aparent}/", f"snapshotted parent {aparent}", interval=0.005)
         w, b = fork_vs_plain(tag, 10, f"benchra{rnd}", template="app", timeout=120, interval=0.01)
         app_w.append(w)
         app_b.append(b)
@@ -503,7 +507,7 @@ def bench_snapshot(quick):
         warren_destroy(sid)
         plain_ns(0)
         t0 = now()
-        cid = plain_start(0, f"benchwarm{i:03d}", "restore", "--image-path=/var/lib/warren/images/warm-warmweb")
+        cid = plain_start(0, f"benchwarm{i:03d}", "restore", f"--image-path={IMAGES}/warm-warmweb")
         warm_b.append((now() - t0) * 1000)
         plain_cleanup([cid])
     # standby sandboxes: the same warm template keeping one restored ahead
@@ -555,7 +559,7 @@ def bench_fork(quick):
                 continue
             tag = f"benchf{rnd}{count}{int(time.time()) % 100000}"
             sh(["warrenctl", "snapshot", parent, tag])
-            must_http(f"http://127.0.0.1:8300/s/{parent}/", f"snapshotted parent {parent}",
+            must_http(f"{GW}/s/{parent}/", f"snapshotted parent {parent}",
                       interval=0.005)
             w, b = fork_vs_plain(tag, count, f"benchrf{rnd}{count}",
                                  timeout=120 if count == 100 else 60,
@@ -585,7 +589,7 @@ def warren_create_vm():
     t0 = now()
     out = sh(["warrenctl", "--json", "create", "web", "--wait", "--backend=microvm"]).stdout
     d = json.loads(out)
-    url = f"http://127.0.0.1:8300/s/{d['id']}/"
+    url = f"{GW}/s/{d['id']}/"
     if not wait_http(url, interval=0.005):
         raise RuntimeError("no answer from " + url)
     return (now() - t0) * 1000, d["id"]
@@ -725,20 +729,20 @@ def bench_microvm(quick):
                     "with them", cold_b, no_opts, "the same plain QEMU boot without them"))
     # a tag of a running VM: the parent's pause, then forks
     _, parent = warren_create_vm()
-    purl = f"http://127.0.0.1:8300/s/{parent}/"
+    purl = f"{GW}/s/{parent}/"
     pause, one_w, one_b, ten_w, twenty_w = [], [], [], [], []
     child_pause, pss_clone, pss_parent = [], [], []
     size = None
     for rnd in range(1 if quick else 3):
         tag = f"benchvm{rnd}{int(time.time()) % 100000}"
         pause.append(not_answering(purl, lambda: sh(["warrenctl", "snapshot", parent, tag])))
-        image = f"/var/lib/warren/images/{tag}"
+        image = f"{IMAGES}/{tag}"
         size = sum(os.stat(f"{image}/{f}").st_blocks * 512 for f in os.listdir(image))
         for count, dest in ((1, one_w), (10, ten_w)) + (((20, twenty_w),) if not quick else ()):
             t0 = now()
             ids = sh(["warrenctl", "fork", tag, str(count)]).stdout.split()
             with cf.ThreadPoolExecutor(count) as ex:
-                ok = all(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=120,
+                ok = all(ex.map(lambda i: wait_http(f"{GW}/s/{i}/", timeout=120,
                                                      interval=0.005), ids))
             if len(ids) != count or not ok:
                 raise RuntimeError(f"microVM fork of {count} from {tag}: {len(ids)} children, "
@@ -746,7 +750,7 @@ def bench_microvm(quick):
             dest.append((now() - t0) * 1000)
             if count == 1:  # a restored VM branched: write tracking, then QEMU's own stream
                 c = ids[0]
-                child_pause.append(not_answering(f"http://127.0.0.1:8300/s/{c}/",
+                child_pause.append(not_answering(f"{GW}/s/{c}/",
                                                  lambda: sh(["warrenctl", "snapshot", c, tag + "c"])))
                 sh(["warrenctl", "rmtag", tag + "c"])
             if count == 10:
@@ -775,7 +779,7 @@ def bench_microvm(quick):
     def create_vm(template):
         t0 = now()
         d = json.loads(sh(["warrenctl", "--json", "create", template, "--wait", "--backend=microvm"]).stdout)
-        if not wait_http(f"http://127.0.0.1:8300/s/{d['id']}/", timeout=120, interval=0.005):
+        if not wait_http(f"{GW}/s/{d['id']}/", timeout=120, interval=0.005):
             raise RuntimeError(f"microVM {d['id']} of {template} did not answer in 120 s")
         return (now() - t0) * 1000, d["id"]
     _, sid = create_vm("standbyweb")  # cold; makes warm-standbyweb-vm
@@ -817,7 +821,7 @@ def bench_microvm(quick):
         sh(["warrenctl", "snapshot", d["id"], tag])
         t0 = now()
         kids = sh(["warrenctl", "fork", tag, "1"]).stdout.split()
-        if len(kids) != 1 or not wait_http(f"http://127.0.0.1:8300/s/{kids[0]}/", timeout=120,
+        if len(kids) != 1 or not wait_http(f"{GW}/s/{kids[0]}/", timeout=120,
                                            interval=0.005):
             raise RuntimeError(f"microVM fork of 1 from {tag}: {kids}, no child answering in 120 s")
         kid = kids[0]
@@ -858,7 +862,7 @@ def bench_microvm(quick):
                   "org.warren.Warren1.Manager", "BranchSandbox", "ssu", bp, tag, "3"]).stdout
         ids = re.findall(r'"([0-9a-f]{12})"', out)
         with cf.ThreadPoolExecutor(4) as ex:
-            ok = all(ex.map(lambda i: wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=120,
+            ok = all(ex.map(lambda i: wait_http(f"{GW}/s/{i}/", timeout=120,
                                                  interval=0.005), ids + [bp]))
         if not ok or len(ids) != 3:
             raise RuntimeError(f"microVM branch of {bp} into 3: {len(ids)} children, not all "
@@ -876,11 +880,11 @@ def bench_compression(quick):
     """zstd tag images: what the policy buys and costs on this disk. snapshotd compresses when
     its cached disk speed (<store>/.disk-speed) is under 500 MB/s; the bench writes a slow
     figure there to take one compressed app VM tag, then puts the file back."""
-    store = "/var/lib/warren/images"
+    store = IMAGES
     speed = os.path.join(store, ".disk-speed")
     saved = open(speed).read() if os.path.exists(speed) else None
     d = json.loads(sh(["warrenctl", "--json", "create", "app", "--wait", "--backend=microvm"]).stdout)
-    must_http(f"http://127.0.0.1:8300/s/{d['id']}/", f"app microVM {d['id']}", timeout=120, interval=0.01)
+    must_http(f"{GW}/s/{d['id']}/", f"app microVM {d['id']}", timeout=120, interval=0.01)
     stamp = int(time.time()) % 100000
     plain, zstd = f"benchplain{stamp}", f"benchzstd{stamp}"
     sh(["warrenctl", "snapshot", d["id"], plain])
@@ -902,7 +906,7 @@ def bench_compression(quick):
             sh("sync; echo 3 > /proc/sys/vm/drop_caches")
             t0 = now()
             kid = sh(["warrenctl", "fork", tag, "1"]).stdout.split()[0]
-            must_http(f"http://127.0.0.1:8300/s/{kid}/", f"child {kid} of {tag}", timeout=120,
+            must_http(f"{GW}/s/{kid}/", f"child {kid} of {tag}", timeout=120,
                       interval=0.005)
             dest.append((now() - t0) * 1000)
             warren_destroy(kid)

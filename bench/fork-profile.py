@@ -35,14 +35,14 @@ def q(v, p):
 def profile(parent, count):
     tag = f"fprof{count}{int(time.time()) % 100000}"
     bench.sh(["warrenctl", "snapshot", parent, tag])
-    bench.must_http(f"http://127.0.0.1:8300/s/{parent}/", "snapshotted parent", interval=0.005)
+    bench.must_http(f"{bench.GW}/s/{parent}/", "snapshotted parent", interval=0.005)
     t0 = now()
     ids = bench.sh(["warrenctl", "fork", tag, str(count)]).stdout.split()
     t_reply = (now() - t0) * 1000
     answered = {}
 
     def wait(i):
-        ok = bench.wait_http(f"http://127.0.0.1:8300/s/{i}/", timeout=180, interval=0.01)
+        ok = bench.wait_http(f"{bench.GW}/s/{i}/", timeout=180, interval=0.01)
         answered[i] = (now() - t0) * 1000
         return ok
 

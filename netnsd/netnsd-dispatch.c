@@ -185,6 +185,29 @@ handle_claim(struct ipc_call *call, void *ud)
 	return IPC_DEFER;
 }
 
+/* A fork of count children announces its creates before it opens its image: the slots are built
+ * while snapshotd verifies the image instead of one batch at a time behind the claims. */
+static int
+handle_pool_reserve(struct ipc_call *call, void *ud)
+{
+	struct netnsd *n = ud;
+	const Warren__V1__PoolReserveRequest *q = call->req->pool_reserve;
+	char why[100];
+	int r = netnsd_validate_pool_reserve(q, why, sizeof why);
+	if (r < 0)
+		return ipc_call_error(call, r, "%s", why);
+	/* unreadable: reserve nothing rather than build past what the claims will admit */
+	uint64_t avail = 0;
+	if (meminfo_bytes("MemAvailable", &avail) < 0)
+		avail = 0;
+	Warren__V1__PoolReserveResponse pr = WARREN__V1__POOL_RESERVE_RESPONSE__INIT;
+	pr.reserved = pool_reserve(n->pool, q->count, avail, &pr.target);
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_POOL_RESERVE;
+	resp.pool_reserve = &pr;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
 static int
 handle_release(struct ipc_call *call, void *ud)
 {
@@ -623,6 +646,7 @@ const struct ipc_handler netnsd_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_STATUS, 0, 0, handle_status},
 	{WARREN__V1__REQUEST__BODY_CLAIM_SLOT, 0, IPC_NEEDS_READY, handle_claim},
 	{WARREN__V1__REQUEST__BODY_RELEASE_SLOT, 0, IPC_NEEDS_READY, handle_release},
+	{WARREN__V1__REQUEST__BODY_POOL_RESERVE, 0, IPC_NEEDS_READY, handle_pool_reserve},
 	{WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX, 1, IPC_NEEDS_READY, handle_spawn},
 	{WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX, 0, IPC_NEEDS_READY, handle_destroy},
 	{WARREN__V1__REQUEST__BODY_EXEC, 0, IPC_NEEDS_READY, handle_exec},

@@ -94,6 +94,15 @@ netnsd_validate_exec(const Warren__V1__ExecRequest *q, char *why, size_t size)
 }
 
 int
+netnsd_validate_pool_reserve(const Warren__V1__PoolReserveRequest *q, char *why, size_t size)
+{
+	/* any count >= 1 is a fair announcement: pool_policy_reserve bounds what is built */
+	if (!q || q->count == 0)
+		return why_err(-EINVAL, why, size, "a reservation of 0 creates");
+	return 0;
+}
+
+int
 netnsd_validate_image_fd(int fd, char *why, size_t size)
 {
 	/* a cheap first look: the proof that it is snapshotd's is the spawner's (image-proof.c),

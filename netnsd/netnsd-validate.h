@@ -19,6 +19,9 @@ bool netnsd_strings_valid(char *const *v, size_t n, size_t max, bool env);
 int netnsd_validate_spawn(const Warren__V1__SpawnSandboxRequest *q, uint64_t mem_total, char *why,
 			  size_t size);
 int netnsd_validate_exec(const Warren__V1__ExecRequest *q, char *why, size_t size);
+/* A fork's announcement of count creates: count 0 is refused; a huge count is not an error (the
+ * pool bounds the reservation, pool_policy_reserve). */
+int netnsd_validate_pool_reserve(const Warren__V1__PoolReserveRequest *q, char *why, size_t size);
 
 /* An image directory fd for a checkpoint or a restore: a directory (fstat). Nothing more can be
  * known here; the spawner proves it is snapshotd's before using it (spawner/image-proof.h).

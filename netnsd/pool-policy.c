@@ -68,6 +68,23 @@ pool_policy_target(const struct pool_policy *pp, unsigned claimed)
 }
 
 unsigned
+pool_policy_reserve(const struct pool_policy *pp, unsigned claimed, unsigned reserved,
+		    uint32_t count, uint64_t mem_available)
+{
+	uint64_t want = (uint64_t)reserved + count;
+	uint64_t room = pp->max > claimed ? pp->max - claimed : 0;
+	if (pp->slot_bytes) {
+		/* a slot is cheap, its sandbox is not: build no more than the claims admit */
+		uint64_t fit = mem_available > pp->reserve_bytes
+				       ? (mem_available - pp->reserve_bytes) / pp->slot_bytes
+				       : 0;
+		if (fit < room)
+			room = fit;
+	}
+	return (unsigned)(want < room ? want : room);
+}
+
+unsigned
 pool_policy_shrink(const struct pool_policy *pp, unsigned built, unsigned claimed,
 		   unsigned idle_free)
 {

@@ -24,6 +24,12 @@ void pool_policy_defaults(struct pool_policy *pp, uint64_t mem_total, unsigned c
 int pool_policy_check(const struct pool_policy *pp, char *why, size_t why_len);
 /* Slots that should be built now: claimed + spare, at least min, at most max. */
 unsigned pool_policy_target(const struct pool_policy *pp, unsigned claimed);
+/* A fork's "count creates are coming" added to the reservation already held (reserved): the
+ * creates the pool builds ahead for, at most the slots it can still hold (max - claimed) and, on a
+ * growing pool, the sandboxes the host's memory still admits (slot_bytes each above the reserve).
+ * The supervisor may be compromised: any count, any number of calls, never beyond that bound. */
+unsigned pool_policy_reserve(const struct pool_policy *pp, unsigned claimed, unsigned reserved,
+			     uint32_t count, uint64_t mem_available);
 /* How many free slots may be taken down now: the excess over the target among those idle for
  * idle_ms (idle_free counts them). */
 unsigned pool_policy_shrink(const struct pool_policy *pp, unsigned built, unsigned claimed,

@@ -24,12 +24,20 @@
 #include <sys/stat.h>
 
 #define BUILD_BATCH 4
+/* A reservation no claim took within this long (or the pool's idle time, if longer) is
+ * forgotten: its free slots then age out by the idle policy. Long enough for a big image's
+ * verification, which runs between a fork's reservation and its first claim. */
+#define RESERVE_MIN_MS 10000
 
 struct pool {
 	struct event_base *base;
 	struct pool_config cfg;
 	struct slot *slots;
 	unsigned built; /* slots built now, anywhere in the table */
+	/* creates announced by pool_reserve and not claimed yet: built for ahead, until
+	 * reserve_until_us (monotonic) */
+	unsigned reserved;
+	uint64_t reserve_until_us;
 	bool ready_logged;
 	int host_ns;
 	int host_nl;
@@ -161,6 +169,18 @@ claimed_count(struct pool *p)
 	return n;
 }
 
+/* The creates still announced: a reservation past its time is dropped here, so its slots count
+ * as spare again and the idle policy takes them down. */
+static unsigned
+reserved_now(struct pool *p)
+{
+	if (p->reserved && now_usec() >= p->reserve_until_us) {
+		log_debug("Pool: reservation of %u creates lapsed unclaimed", p->reserved);
+		p->reserved = 0;
+	}
+	return p->reserved;
+}
+
 /* Claimed before a restart and not adopted with a runtime: the supervisor still holds it, so
  * it is rebuilt whatever the target says. */
 static bool
@@ -179,7 +199,7 @@ next_to_build(struct pool *p)
 	for (unsigned i = 0; i < p->cfg.size; i++)
 		if (slot_owed(p, &p->slots[i]))
 			return &p->slots[i];
-	if (p->built >= pool_policy_target(&p->cfg.policy, claimed_count(p)))
+	if (p->built >= pool_policy_target(&p->cfg.policy, claimed_count(p) + reserved_now(p)))
 		return NULL;
 	for (unsigned i = 0; i < p->cfg.size; i++)
 		if (!p->slots[i].built)
@@ -263,7 +283,7 @@ shrink_tick(evutil_socket_t fd, short what, void *arg)
 		struct slot *s = &p->slots[i];
 		idle += s->built && !s->claimed && now - s->free_since_us >= idle_us;
 	}
-	unsigned k = pool_policy_shrink(pp, p->built, claimed_count(p), idle);
+	unsigned k = pool_policy_shrink(pp, p->built, claimed_count(p) + reserved_now(p), idle);
 	/* highest index first: claims take the lowest, so the table stays packed at the bottom */
 	for (unsigned i = p->cfg.size; k && i-- > 0;) {
 		struct slot *s = &p->slots[i];
@@ -370,12 +390,29 @@ pool_claim(struct pool *p, bool allow_outbound, struct slot **out)
 			return log_error_errno(r, "Slot %u: setting link group: %m", i);
 		s->claimed = true;
 		adopt_slots_set(p->cfg.slots_fd, i, true);
+		if (p->reserved)
+			p->reserved--; /* one of the announced creates came */
 		*out = s;
 		build_more(p);
 		return 0;
 	}
 	build_more(p);
 	return -EAGAIN;
+}
+
+unsigned
+pool_reserve(struct pool *p, uint32_t count, uint64_t mem_available, unsigned *target)
+{
+	const struct pool_policy *pp = &p->cfg.policy;
+	unsigned claimed = claimed_count(p);
+	p->reserved = pool_policy_reserve(pp, claimed, reserved_now(p), count, mem_available);
+	uint64_t ms = pp->idle_ms > RESERVE_MIN_MS ? pp->idle_ms : RESERVE_MIN_MS;
+	p->reserve_until_us = now_usec() + ms * 1000;
+	*target = pool_policy_target(pp, claimed + p->reserved);
+	log_debug("Pool: %u creates announced, %u reserved, building up to %u (%u built)", count,
+		  p->reserved, *target, p->built);
+	build_more(p);
+	return p->reserved;
 }
 
 int

@@ -50,6 +50,11 @@ void pool_free(struct pool *p);
 /* First built, free slot; -EAGAIN when none. allow_outbound sets the veth's link group that the
  * nftables rules let out. */
 int pool_claim(struct pool *p, bool allow_outbound, struct slot **out);
+/* count creates are coming (a fork): slots for them are built now, in the background batches,
+ * up to pool_policy_reserve's bound (mem_available: MemAvailable). Advisory: claims are
+ * unchanged, each takes one off the reservation; one no claim took lapses (see pool.c). Returns
+ * the reservation held now, *target the slots built up to. */
+unsigned pool_reserve(struct pool *p, uint32_t count, uint64_t mem_available, unsigned *target);
 int pool_release(struct pool *p, unsigned index);
 /* Set the slot's address and route again (gVisor took them when a previous runtime started):
  * before a checkpointed sandbox is restored into its own slot. */

@@ -34,6 +34,16 @@ netnsd_client_slot_counters(Warren__V1__SlotCountersRequest *q, unsigned timeout
 }
 
 int
+netnsd_client_pool_reserve(Warren__V1__PoolReserveRequest *q, unsigned timeout_ms, ipc_reply_fn cb,
+			   void *ud)
+{
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_POOL_RESERVE;
+	req.pool_reserve = q;
+	return helper_call(HELPER_NETNSD, &req, NULL, 0, timeout_ms, cb, ud);
+}
+
+int
 netnsd_client_release_slot(Warren__V1__ReleaseSlotRequest *q, unsigned timeout_ms, ipc_reply_fn cb,
 			   void *ud)
 {

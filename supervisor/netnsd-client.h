@@ -9,6 +9,8 @@ int netnsd_client_open_logs(Warren__V1__OpenLogsRequest *q, unsigned timeout_ms,
 			    void *ud);
 int netnsd_client_slot_counters(Warren__V1__SlotCountersRequest *q, unsigned timeout_ms,
 				ipc_reply_fn cb, void *ud);
+int netnsd_client_pool_reserve(Warren__V1__PoolReserveRequest *q, unsigned timeout_ms,
+			       ipc_reply_fn cb, void *ud);
 int netnsd_client_release_slot(Warren__V1__ReleaseSlotRequest *q, unsigned timeout_ms,
 			       ipc_reply_fn cb, void *ud);
 int netnsd_client_destroy_sandbox(Warren__V1__DestroySandboxRequest *q, unsigned timeout_ms,

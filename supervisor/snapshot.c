@@ -143,6 +143,27 @@ fork_open_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	}
 }
 
+static void
+pool_reserve_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_POOL_RESERVE)
+		log_debug("netnsd builds ahead for %u creates (up to %u slots)",
+			  resp->pool_reserve->reserved, resp->pool_reserve->target);
+}
+
+/* Tell netnsd count creates are coming, so a growing pool builds their slots while snapshotd
+ * verifies the image rather than a batch at a time behind the claims. Advisory: without an
+ * answer (netnsd down, an older netnsd) the claims work as they always did. */
+static void
+pool_reserve_ahead(unsigned count)
+{
+	Warren__V1__PoolReserveRequest q = WARREN__V1__POOL_RESERVE_REQUEST__INIT;
+	q.count = count;
+	if (netnsd_client_pool_reserve(&q, 5000, pool_reserve_done, NULL) < 0)
+		log_debug("Fork of %u: netnsd not connected, no slots reserved", count);
+}
+
 static int
 fork_start(struct operation **op, const char *tag, unsigned count)
 {
@@ -158,6 +179,9 @@ fork_start(struct operation **op, const char *tag, unsigned count)
 	j->t0 = now_usec();
 	j->next = fork_jobs;
 	fork_jobs = j;
+	/* a single child finds a spare slot; more would wait for the pool to grow */
+	if (count > 1)
+		pool_reserve_ahead(count);
 	int r = image_open_call(tag, 60000, fork_open_done, j);
 	if (r < 0) {
 		*op = TAKE_PTR(j->op); /* the caller answers */

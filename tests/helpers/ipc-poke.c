@@ -8,6 +8,8 @@
  *   ipc-poke SOCKET reclaim ID
  *   ipc-poke SOCKET claim-hold [outbound]   (prints "slot address gateway pid fd", holds)
  *   ipc-poke SOCKET checkpoint ID DIR       (netnsd: checkpoint sandbox ID into DIR's fd)
+ *   ipc-poke SOCKET pool-reserve COUNT    (netnsd: announce COUNT creates, any 32-bit value;
+ *                                            prints "reserved R target T" or "error ERRNO MSG")
  *   ipc-poke SOCKET slot-ns ID SLOT         (netnsd: prints "ns INODE" of the fd it gives back,
  *                                            or "error ERRNO MESSAGE")
  * With IPC_POKE_USER=NAME in the environment (started as root), DIR is opened first and the
@@ -281,6 +283,33 @@ main(int argc, char **argv)
 			return 1;
 		}
 		printf("ns %llu\n", (unsigned long long)nst.st_ino);
+		return 0;
+	}
+	if (!strcmp(mode, "pool-reserve") && argc >= 4) {
+		Warren__V1__PoolReserveRequest pq = WARREN__V1__POOL_RESERVE_REQUEST__INIT;
+		pq.count = (uint32_t)strtoul(argv[3], NULL, 0);
+		req.body_case = WARREN__V1__REQUEST__BODY_POOL_RESERVE;
+		req.pool_reserve = &pq;
+		ipc_send(fd, &req.base, NULL, 0);
+		IpcResponse *resp = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n = 0;
+		int r = await(fd, &resp, fds, &n);
+		if (r == -ECONNRESET) {
+			printf("dropped\n");
+			return 1;
+		}
+		if (r < 0 || resp->error) {
+			printf("error %d %s\n", r < 0 ? r : resp->error,
+			       r < 0 ? strerror(-r) : resp->message);
+			return 1;
+		}
+		if (resp->body_case != WARREN__V1__RESPONSE__BODY_POOL_RESERVE) {
+			printf("error no body\n");
+			return 1;
+		}
+		printf("reserved %u target %u\n", resp->pool_reserve->reserved,
+		       resp->pool_reserve->target);
 		return 0;
 	}
 	if (!strcmp(mode, "claim-hold")) {

@@ -167,6 +167,23 @@ test_image_fd(void **state)
 	close(file);
 }
 
+/* A hostile supervisor's announcement: 0 is refused, any other count is accepted here and
+ * bounded by the pool (test-pool-policy.c: test_reserve_bounded). */
+static void
+test_pool_reserve(void **state)
+{
+	char why[128];
+	Warren__V1__PoolReserveRequest q = WARREN__V1__POOL_RESERVE_REQUEST__INIT;
+	assert_int_equal(netnsd_validate_pool_reserve(&q, why, sizeof why), -EINVAL);
+	assert_int_equal(netnsd_validate_pool_reserve(NULL, why, sizeof why), -EINVAL);
+	q.count = 1;
+	assert_int_equal(netnsd_validate_pool_reserve(&q, why, sizeof why), 0);
+	q.count = 0x80000000u;
+	assert_int_equal(netnsd_validate_pool_reserve(&q, why, sizeof why), 0);
+	q.count = 0xffffffffu;
+	assert_int_equal(netnsd_validate_pool_reserve(&q, why, sizeof why), 0);
+}
+
 static void
 test_strings(void **state)
 {
@@ -184,7 +201,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spawn_accepts), cmocka_unit_test(test_spawn_refuses),
 		cmocka_unit_test(test_exec),	      cmocka_unit_test(test_image_fd),
-		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_strings),	      cmocka_unit_test(test_pool_reserve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

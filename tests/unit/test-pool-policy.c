@@ -97,6 +97,43 @@ test_admit(void **state)
 	assert_int_equal(pool_policy_admit(&pp, 0), -ENOMEM);
 }
 
+/* A fork's reservation (pool_reserve): bounded by the slots the pool can still hold and by the
+ * host's memory; a hostile count of 2^31, or the same count sent again and again, never takes it
+ * past that bound. */
+static void
+test_reserve_bounded(void **state)
+{
+	struct pool_policy pp = {.min = 1, .max = 16, .spare = 1, .idle_ms = 1000};
+	/* a fixed-size test pool (no memory admission): the count as asked, within max */
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0, 12, 0), 12);
+	assert_int_equal(pool_policy_reserve(&pp, 4, 0, 12, 0), 12);
+	assert_int_equal(pool_policy_reserve(&pp, 5, 0, 12, 0), 11); /* max - claimed */
+	assert_int_equal(pool_policy_reserve(&pp, 16, 0, 12, 0), 0);
+	assert_int_equal(pool_policy_reserve(&pp, 20, 0, 12, 0), 0); /* adopted beyond max */
+	/* hostile counts: bounded, and the build target stays at max */
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0, 0x80000000u, 0), 16);
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0, 0xffffffffu, 0), 16);
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0xffffffffu, 0xffffffffu, 0), 16);
+	assert_int_equal(
+		pool_policy_target(&pp, 0 + pool_policy_reserve(&pp, 0, 0, 0xffffffffu, 0)), 16);
+	/* repeated calls add up, never past the bound */
+	unsigned r = 0;
+	for (int i = 0; i < 100; i++)
+		r = pool_policy_reserve(&pp, 3, r, 5, 0);
+	assert_int_equal(r, 13);
+	r = pool_policy_reserve(&pp, 0, 0, 5, 0);
+	assert_int_equal(pool_policy_reserve(&pp, 0, r, 5, 0), 10);
+	/* a growing pool: no more than the host's memory admits */
+	pool_policy_defaults(&pp, 24 * GiB, 4000);
+	uint64_t room10 = pp.reserve_bytes + 10 * pp.slot_bytes;
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0, 100, room10), 10);
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0, 100, room10 - 1), 9);
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0, 100, pp.reserve_bytes), 0);
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0, 100, 0), 0);
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0, 100, 20 * GiB), 100);
+	assert_int_equal(pool_policy_reserve(&pp, 0, 0, 0xffffffffu, UINT64_MAX), pp.max);
+}
+
 static void
 test_check_names_the_bad_option(void **state)
 {
@@ -127,6 +164,7 @@ main(void)
 		cmocka_unit_test(test_defaults_follow_memory),
 		cmocka_unit_test(test_admit),
 		cmocka_unit_test(test_check_names_the_bad_option),
+		cmocka_unit_test(test_reserve_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
