@@ -104,6 +104,16 @@ pool_quarantine_end(struct pool *p)
 	(void)p;
 }
 
+/* a fixed pool is all built: a reservation is bounded by its size and builds nothing */
+unsigned
+pool_reserve(struct pool *p, uint32_t count, uint64_t mem_available, unsigned *target)
+{
+	(void)p;
+	(void)mem_available;
+	*target = N_SLOTS;
+	return count < N_SLOTS ? count : N_SLOTS;
+}
+
 unsigned
 pool_size(struct pool *p)
 {
