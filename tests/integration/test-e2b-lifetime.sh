@@ -4,31 +4,9 @@
 # EndUSec/TimeoutAction/State over D-Bus. One enforcer: with warren-e2b-api stopped (SIGSTOP)
 # the supervisor still ends the sandbox on time.
 source "$(dirname "$0")/lib.sh"
-command -v node >/dev/null && command -v npm >/dev/null || { log "SKIP: no node/npm"; exit 77; }
-E2B_DIR=$SOURCE/tests/e2b
-if [ ! -d "$E2B_DIR/node_modules/e2b" ]; then
-	(cd "$E2B_DIR" && npm ci --no-audit --no-fund >/dev/null 2>&1) || fail "npm ci in tests/e2b"
-fi
-TEMPLATE=${E2B_TEMPLATE:-web}
-E2B_PORT=$((18400 + K))
-API=http://127.0.0.1:$E2B_PORT
-# the private bus gets the policy of this source tree (the warren-e2b user's entry)
-start_bus() {
-	sed -e "s|<listen>.*</listen>|<listen>unix:path=$T/bus.sock</listen>|" \
-		-e "s|<pidfile>.*</pidfile>|<pidfile>$T/bus.pid</pidfile>|" \
-		-e "s|</busconfig>|<include>$SOURCE/units/org.warren.Warren1.conf</include></busconfig>|" \
-		/usr/share/dbus-1/system.conf >"$T/bus.conf"
-	dbus-daemon --config-file="$T/bus.conf" --fork --nosyslog
-	wait_for 5 test -S "$T/bus.sock" || fail "private dbus-daemon did not start"
-}
+source "$(dirname "$0")/e2b-lib.sh"
 warren_start
-KEYS=$T/etc/api-keys
-install -d -m 0755 "$T/etc"
-install -d -m 0700 -o warren-e2b -g warren-e2b "$T/e2b"
-daemon e2b setpriv --reuid=warren-e2b --regid=warren-e2b --clear-groups --no-new-privs \
-	"$LIBEXEC/warren-e2b-api" --listen "127.0.0.1:$E2B_PORT" --gateway "127.0.0.1:$GW_PORT" \
-	--api-keys "$KEYS" --state-dir "$T/e2b"
-wait_for 10 curl -fsS "$API/health" || fail "warren-e2b-api did not start: $(cat "$T/e2b.log")"
+start_e2b
 E2BPID=$(pgrep -f "warren-e2b-api --listen 127.0.0.1:$E2B_PORT" | head -1)
 [ -n "$E2BPID" ] || fail "no warren-e2b-api process"
 KEY=$(warrenctl apikey create lifetime --api-keys "$KEYS")
