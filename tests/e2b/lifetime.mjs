@@ -5,26 +5,10 @@
 // signals back through files in SYNC_DIR; exits 1 at the first failure.
 import { Sandbox, SandboxNotFoundError } from 'e2b'
 import { existsSync } from 'node:fs'
+import { ok, sleep, until } from './check.mjs'
 
 const TEMPLATE = process.env.TEMPLATE || 'web'
 const SYNC = process.env.SYNC_DIR
-function ok(what, cond, detail) {
-  if (!cond) {
-    console.log(`FAIL: ${what}${detail !== undefined ? ': ' + JSON.stringify(detail) : ''}`)
-    process.exit(1)
-  }
-  console.log(`ok: ${what}`)
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-async function until(what, secs, fn) {
-  const end = Date.now() + secs * 1000
-  for (;;) {
-    let last
-    try { if (await fn()) return ok(what, true) } catch (e) { last = e }
-    if (Date.now() > end) return ok(what, false, String(last))
-    await sleep(250)
-  }
-}
 // running as the control plane says (getInfo; not found: false). The SDK's isRunning asks the
 // sandbox's agent, which the web template has not.
 async function running(id) {
