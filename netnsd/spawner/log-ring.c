@@ -181,16 +181,22 @@ log_ring_dropped_total(const struct log_ring *r)
 	return r ? r->dropped : 0;
 }
 
-/* The ring's contents, oldest first, into fd at offset 0. */
-static int
-ring_write_to(const struct log_ring *r, int fd)
+/* The ring's contents, oldest first, into fd from offset off, less its first skip bytes;
+ * returns the offset after them or -errno. */
+static off_t
+ring_write_to(const struct log_ring *r, int fd, off_t off, size_t skip)
 {
 	size_t first = r->len < r->size - r->start ? r->len : r->size - r->start;
-	const struct {
+	struct {
 		const char *p;
 		size_t n;
 	} parts[2] = {{r->buf ? r->buf + r->start : NULL, first}, {r->buf, r->len - first}};
-	off_t off = 0;
+	for (int i = 0; i < 2; i++) {
+		size_t s = skip < parts[i].n ? skip : parts[i].n;
+		parts[i].p += s;
+		parts[i].n -= s;
+		skip -= s;
+	}
 	for (int i = 0; i < 2; i++)
 		for (size_t done = 0; done < parts[i].n;) {
 			ssize_t k = pwrite(fd, parts[i].p + done, parts[i].n - done, off);
@@ -201,7 +207,27 @@ ring_write_to(const struct log_ring *r, int fd)
 			done += (size_t)k;
 			off += k;
 		}
-	return 0;
+	return off;
+}
+
+/* What a reader gets: the ring, and first a line saying how much output was not kept if any
+ * was. The note the drain writes after a dropped second may since have left the ring (up to
+ * CONSOLE_RATE bytes come after it in the next second); this line cannot. It takes the place
+ * of the oldest bytes, so a reader never gets more than the ring's size. Returns the bytes
+ * written or -errno. */
+static off_t
+ring_copy_to(const struct log_ring *r, int fd)
+{
+	char note[96];
+	size_t n = 0;
+	if (r->dropped)
+		n = (size_t)snprintf(note, sizeof note,
+				     "[warren: %llu bytes of output not kept in all]\n",
+				     (unsigned long long)r->dropped);
+	if (n && pwrite(fd, note, n, 0) != (ssize_t)n)
+		return -EIO;
+	size_t skip = r->len + n > r->size ? r->len + n - r->size : 0;
+	return ring_write_to(r, fd, (off_t)n, skip);
 }
 
 /* Followers whose reader went away (a pipe's write end polls POLLERR then) make room. */
@@ -222,12 +248,13 @@ log_ring_open(struct log_ring *r, bool follow, int *fd_out, uint64_t *size)
 	int memfd = memfd_create("warren-logs", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (memfd < 0)
 		return -errno;
-	int e = ring_write_to(r, memfd);
-	if (e < 0) {
+	off_t copied = ring_copy_to(r, memfd);
+	if (copied < 0) {
 		close(memfd);
-		return e;
+		return (int)copied;
 	}
-	*size = r->len;
+	int e;
+	*size = (uint64_t)copied;
 	if (!follow) {
 		/* the reader gets a copy it can neither change nor grow */
 		if (fcntl(memfd, F_ADD_SEALS,
@@ -261,7 +288,7 @@ log_ring_open(struct log_ring *r, bool follow, int *fd_out, uint64_t *size)
 	f->ring = r;
 	f->pipe = p[1];
 	f->queue = memfd;
-	f->wr = (off_t)r->len;
+	f->wr = copied;
 	f->ev = event_new(r->base, f->pipe, EV_WRITE, follower_writable, f);
 	f->next = r->followers;
 	r->followers = f;
@@ -309,9 +336,9 @@ log_ring_save(struct log_ring *r, int dirfd, const char *name)
 	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	int e = ring_write_to(r, fd);
+	off_t e = ring_write_to(r, fd, 0, 0);
 	close(fd);
-	return e;
+	return e < 0 ? (int)e : 0;
 }
 
 int

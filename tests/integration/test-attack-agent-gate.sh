@@ -45,9 +45,12 @@ code() {
 	tail -n1 <<<"$out"
 }
 H=X-Warren-Agent-Token
+# the token with its last digit changed (a fixed digit would be the token itself 1 time in 16)
+WRONG_A=${TOK_A%?}$(tr 0-9a-f 1-9a-f0 <<<"${TOK_A: -1}")
+[ "$WRONG_A" != "$TOK_A" ] || fail "the wrong token is the token"
 for u in nobody warren; do
 	expect "raw: $u with no token: 403" test "$(code $A $u)" = 403
-	expect "raw: $u with a wrong token: 403" test "$(code $A $u -H "$H: ${TOK_A%?}0")" = 403
+	expect "raw: $u with a wrong token: 403" test "$(code $A $u -H "$H: $WRONG_A")" = 403
 	expect "raw: $u with a prefix of the token: 403" test "$(code $A $u -H "$H: ${TOK_A:0:32}")" = 403
 	expect "raw: $u with the token and more: 403" test "$(code $A $u -H "$H: ${TOK_A}00")" = 403
 	expect "raw: $u with another sandbox's token: 403" test "$(code $A $u -H "$H: $TOK_B")" = 403

@@ -52,6 +52,35 @@ test_keeps_newest(void **state)
 	log_ring_free(r);
 }
 
+/* Output dropped over the rate: a reader is told so first, whatever came after the drain's
+ * own note, and still gets no more than the ring's size (the note takes the oldest bytes). */
+static void
+test_dropped_is_told(void **state)
+{
+	static const char note[] = "[warren: 5 bytes of output not kept in all]\n";
+	struct log_ring *r = log_ring_new(base, 64);
+	log_ring_take(r, "abc\n", 4);
+	log_ring_dropped(r, 5);
+	int fd;
+	uint64_t size;
+	char buf[128];
+	assert_int_equal(log_ring_open(r, false, &fd, &size), 0);
+	assert_int_equal(size, strlen(note) + 4);
+	read_all(fd, buf, sizeof buf - 1);
+	assert_string_equal(buf, "[warren: 5 bytes of output not kept in all]\nabc\n");
+	close(fd);
+	log_ring_take(r, "0123456789012345678901234567890123456789012345678901234567890123", 64);
+	assert_int_equal(log_ring_open(r, false, &fd, &size), 0);
+	assert_int_equal(size, 64);
+	read_all(fd, buf, sizeof buf - 1);
+	assert_int_equal(strncmp(buf, note, strlen(note)), 0);
+	assert_string_equal(buf + strlen(note),
+			    "0123456789012345678901234567890123456789012345678901234567890123" +
+				    strlen(note));
+	close(fd);
+	log_ring_free(r);
+}
+
 static void
 test_follow(void **state)
 {
@@ -119,6 +148,7 @@ main(void)
 	base = event_base_new();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_keeps_newest),
+		cmocka_unit_test(test_dropped_is_told),
 		cmocka_unit_test(test_follow),
 		cmocka_unit_test(test_save_load),
 	};
