@@ -12,6 +12,15 @@ TEST=$(basename "$0" .sh)
 K=$(( $(printf '%s' "$TEST" | cksum | cut -d' ' -f1) % 40 + 10 ))
 T=$(mktemp -d /tmp/warren-$TEST.XXXXXX)
 chmod 0755 "$T"
+# One test at a time per K: two tests whose K meet (40 values for more tests than that), or one
+# test run twice at once (a developer's run beside CI's), would share interfaces, cgroups and
+# ports and fail each other. The lock is held by a flock process of its own (-o: none of this
+# test's children inherit it, so a daemon or sandbox left behind never holds it), released when
+# the clean-up kills it or, failing that, within a second of this shell's end.
+flock -o "/tmp/warren-test-k$K.lock" sh -c \
+	'echo >"$1"; while kill -0 "$2" 2>/dev/null; do sleep 1; done' sh "$T/k-locked" $$ &
+K_LOCK_PID=$!
+while [ ! -e "$T/k-locked" ]; do sleep 0.1; done
 IFPREFIX=wt${K}x
 SUBNET=10.$((100 + K)).0.0
 NFT_TABLE=warren_t$K
@@ -166,6 +175,7 @@ cleanup() {
 		done
 	fi
 	rm -rf "$T" "$VM_RAM_DIR" "$VM_RAM_DIR-images"
+	kill "$K_LOCK_PID" 2>/dev/null
 	exit "$rc"
 }
 trap 'cleanup $?' EXIT
