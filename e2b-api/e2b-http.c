@@ -419,7 +419,10 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 		return;
 	const char *template = json_string_value(json_object_get(body, "templateID"));
 	uint32_t timeout = 15;
-	bool auto_pause = false, secure = false, internet = true;
+	/* secure: E2B's documented default is true, and the SDK (2.x) sends no field for it:
+	 * an absent one makes a token, so no other local client of the gateway can drive the
+	 * sandbox's agent; `secure: false` asks for none */
+	bool auto_pause = false, secure = true, internet = true;
 	struct e2b_kv meta[E2B_META_MAX];
 	size_t n_meta = 0, n_env = 0;
 	struct e2b_kv env_check[E2B_ENV_MAX];

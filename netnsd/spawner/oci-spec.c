@@ -13,6 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define AGENT_CAPS                                                                                 \
+	"[\"CAP_CHOWN\",\"CAP_DAC_OVERRIDE\",\"CAP_FSETID\",\"CAP_FOWNER\",\"CAP_SETGID\","        \
+	"\"CAP_SETUID\",\"CAP_SETFCAP\",\"CAP_SETPCAP\",\"CAP_NET_BIND_SERVICE\",\"CAP_SYS_"       \
+	"CHROOT\","                                                                                \
+	"\"CAP_KILL\",\"CAP_AUDIT_WRITE\"]"
+
 static void
 json_str(FILE *f, const char *s)
 {
@@ -58,6 +64,15 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	json_array(f, s->env, s->envc);
 	fputs(",\"cwd\":", f);
 	json_str(f, s->cwd && s->cwd[0] ? s->cwd : "/");
+	if (s->agent_source)
+		/* The agent starts E2B's commands as the template's user (`user`, setuid) or as
+		 * root, which expects a container's usual powers (chown, kill, bind :80): Docker's
+		 * default set, less NET_RAW and MKNOD. They are capabilities in gVisor's kernel,
+		 * not the host's; without an agent the program keeps none. */
+		fprintf(f,
+			",\"capabilities\":{\"bounding\":%s,\"effective\":%s,"
+			"\"permitted\":%s}",
+			AGENT_CAPS, AGENT_CAPS, AGENT_CAPS);
 	fputs(",\"noNewPrivileges\":true},\"root\":{\"path\":", f);
 	json_str(f, s->rootfs);
 	fputs(",\"readonly\":true},\"hostname\":", f);

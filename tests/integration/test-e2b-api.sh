@@ -9,7 +9,7 @@
 # are only this daemon's own; records survive a kill -9 of the daemon; its lock-down holds.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/e2b-lib.sh"
-warren_start
+warren_start --gvisor-agent
 start_e2b
 
 # --- keys: created by root, stored hashed, shown once ---
@@ -56,19 +56,13 @@ done
 
 # --- end to end with the agent (envd API) in a base sandbox: env vars and the token by /init,
 # commands, files, a request without the token refused, pause keeping a process's memory ---
-# Not run by default: it needs netnsd --gvisor-agent and a `base` tree with the agent's mount
-# point (/.warren/agent, made by warren-template-build), and its first check (an access token
-# from `secure`) fails with the pinned SDK, which sends no `secure`. WARREN_E2B_AGENT_TEST=1 runs
-# it (docs/E2B.md, not done).
-if [ "${WARREN_E2B_AGENT_TEST:-0}" = 1 ] && grep -q E2b-Sandbox-Id "$LIBEXEC/warren-gateway"; then
-	[ -x /var/lib/warren/templates/base/rootfs/usr/bin/python3 ] ||
-		fail "the base template is not built (warren-template-build base)"
-	(cd "$E2B_DIR" && TEMPLATE=base timeout 300 node agent.mjs >"$T/agent.out" 2>&1) ||
-		{ cat "$T/agent.out" >&2; fail "the SDK's agent script failed"; }
-	sed 's/^/  sdk /' "$T/agent.out" >&2
-else
-	log "SKIP the agent part (WARREN_E2B_AGENT_TEST=1 runs it; it does not pass yet)"
-fi
+# The agent is the first process of a gVisor sandbox (netnsd --gvisor-agent) whose tree has its
+# mount point (warren-template-build makes it); the SDK sends no `secure`, which means true.
+[ -x /var/lib/warren/templates/base/rootfs/usr/bin/python3 ] ||
+	fail "the base template is not built (warren-template-build base)"
+(cd "$E2B_DIR" && TEMPLATE=base timeout 300 node agent.mjs >"$T/agent.out" 2>&1) ||
+	{ cat "$T/agent.out" >&2; fail "the SDK's agent script failed"; }
+sed 's/^/  sdk /' "$T/agent.out" >&2
 
 # --- a record survives the daemon's kill -9; its lifetime is the one it had ---
 hdr=(-H "X-API-Key: $KEY" -H 'Content-Type: application/json')
