@@ -504,9 +504,8 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 	if (secure)
 		random_hex(s->token, E2B_TOKEN_HEX / 2);
 	/* the agent learns its env vars and token (and the default user, the clock) before the
-	 * client may reach it. Only then: a connection through the agent left in a sandbox can
-	 * make a later checkpoint (fork, pause to a snapshot) fail, so creates that need nothing
-	 * from /init make none (docs/E2B.md). */
+	 * client may reach it; a create that needs nothing from /init (secure: false, no env
+	 * vars) makes none */
 	if (secure || json_object_size(envs) > 0) {
 		char why[256];
 		r = call_init(a, s, json_object_size(envs) ? envs : NULL, true, why, sizeof why);

@@ -71,10 +71,10 @@ usage(void)
 	       "earlier\n"
 	       "                       netnsd with these options left running, then exit (a\n"
 	       "                       stopped netnsd leaves its sandboxes for the next one)\n"
-	       "  --gvisor-agent       gVisor sandboxes start warren-agent first, which serves "
-	       "E2B's\n"
-	       "                       envd API on port " AGENT_PROTO_ENVD_PORT_S
-	       " and starts the template's program\n"
+	       "  --no-gvisor-agent    gVisor sandboxes run the template's program directly\n"
+	       "                       (default: warren-agent goes first, serves E2B's envd API\n"
+	       "                       on port " AGENT_PROTO_ENVD_PORT_S
+	       " and starts the program; --gvisor-agent)\n"
 	       "  --log-size BYTES     each gVisor sandbox's console log ring (warrenctl logs;\n"
 	       "                       default 262144, at most 16777216)\n" ISOLATION_HELP
 		       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
@@ -96,7 +96,7 @@ main(int argc, char **argv)
 	unsigned want_size = 0;
 	bool remove_all = false;
 	size_t log_ring_size = 0;
-	bool gvisor_agent = false;
+	bool gvisor_agent = true;
 	const char *subnet = "10.201.0.0", *prefix = "wrn", *table = "warren";
 	const char *templates = "/var/lib/warren/templates", *runtime = "/run/warren/netnsd";
 	n.runsc = "/usr/bin/runsc";
@@ -138,6 +138,7 @@ main(int argc, char **argv)
 					     {"remove-all", no_argument, NULL, 'X'},
 					     {"log-size", required_argument, NULL, 0x300},
 					     {"gvisor-agent", no_argument, NULL, 0x301},
+					     {"no-gvisor-agent", no_argument, NULL, 0x302},
 					     {"help", no_argument, NULL, 'h'},
 					     ISOLATION_OPTIONS,
 					     OCI_LIMITS_OPTIONS,
@@ -238,6 +239,9 @@ main(int argc, char **argv)
 			break;
 		case 0x301:
 			gvisor_agent = true;
+			break;
+		case 0x302:
+			gvisor_agent = false;
 			break;
 		case 0x300: {
 			char *end;
