@@ -158,7 +158,8 @@ def bundle(template, cid, netns=BENCH_NS):
     d = f"/run/warren-bench/bundles/{cid}"
     os.makedirs(d, exist_ok=True)
     argv = {"web": ["/bin/busybox", "httpd", "-f", "-p", "8080", "-h", "/www"],
-            "app": ["/usr/bin/python3", "/app/app.py", "--port", "8080", "--heap-mib", "64"]}[template]
+            "app": ["/usr/bin/python3", "/app/app.py", "--port", "8080", "--heap-mib", "64"],
+            "base": ["/bin/sleep", "infinity"]}[template]
     spec = {"ociVersion": "1.0.2",
             "process": {"user": {"uid": 0, "gid": 0}, "args": argv, "cwd": "/",
                         "env": ["PATH=/usr/bin:/bin"], "noNewPrivileges": True},
@@ -170,7 +171,8 @@ def bundle(template, cid, netns=BENCH_NS):
             "linux": {"namespaces": [{"type": "pid"}, {"type": "ipc"}, {"type": "uts"},
                                      {"type": "mount"},
                                      {"type": "network", "path": f"/run/netns/{netns}"}],
-                      "resources": {"memory": {"limit": {"web": 64 << 20, "app": 512 << 20}[template]}},
+                      "resources": {"memory": {"limit": {"web": 64 << 20, "app": 512 << 20,
+                                                         "base": 512 << 20}[template]}},
                       "cgroupsPath": f"/warren-bench/{cid}"}}
     with open(f"{d}/config.json", "w") as f:
         json.dump(spec, f)
@@ -288,6 +290,7 @@ def bench(quick):
     rows += bench_snapshot(quick)
     rows += bench_reclaim(quick)
     rows += bench_microvm(quick)
+    rows += bench_e2b(quick)
     sh(f"ip netns del {BENCH_NS}; ip link del wbh0", check=False)
     shutil.rmtree("/run/warren-bench", ignore_errors=True)
     return rows
@@ -918,6 +921,105 @@ def bench_compression(quick):
     sh(["warrenctl", "rmtag", zstd])
     return rows
 
+# ---------------------------------------------------------------- E2B API (issue 13)
+
+E2B_API = os.environ.get("E2B_API_URL", "http://127.0.0.1:8302")
+
+
+def e2b_node(env, mode, n, **extra):
+    """bench/e2b-bench.mjs in MODE, its JSON lines by label"""
+    e = dict(os.environ, **env, MODE=mode, N=str(n), **extra)
+    out = subprocess.run(["node", os.path.join(ROOT, "bench/e2b-bench.mjs")], env=e, check=True,
+                         capture_output=True, text=True).stdout
+    return {d["label"]: d for d in map(json.loads, out.splitlines())}
+
+
+def plain_exec(cid, *cmd, stdin=None, stdout=subprocess.DEVNULL):
+    """`runsc exec` in a plain container, as its own root (not timed here)"""
+    subprocess.run(["nsenter", f"--net=/run/netns/{BENCH_NS}", "runsc", f"--root={RUNSC_ROOT}",
+                    "exec", cid, *cmd], stdin=stdin, stdout=stdout, check=True)
+
+
+def bench_e2b(quick):
+    """the SDK's create -> first command (cold, warm, standby), a command's round trip and 100 MiB
+    each way, against plain runsc doing the same: run + exec, exec, exec with cat"""
+    n, n_run, n_xfer = (2, 10, 1) if quick else (10, 50, 3)
+    rows = []
+    netns_setup()
+    if not os.path.isdir(os.path.join(ROOT, "tests/e2b/node_modules/e2b")):
+        sh("cd tests/e2b && npm ci --no-audit --no-fund", cwd=ROOT)
+    key = json.loads(sh(["warrenctl", "--json", "apikey", "create", "bench-py"]).stdout)
+    env = {"E2B_API_URL": E2B_API, "E2B_SANDBOX_URL": GW, "E2B_API_KEY": key["key"]}
+    rootfs = f"{TEMPLATES}/base/rootfs"
+    mgr = ["busctl", "--system", "call", "org.warren.Warren1", "/org/warren/Warren1",
+           "org.warren.Warren1.Manager"]
+    try:
+        # 49983: the agent's envd port (AGENT_PROTO_ENVD_PORT, common/agent-protocol.h)
+        for name, extra in (("e2bwarm", []), ("e2bstandby", ["standby", "u", "1"])):
+            sh(mgr + ["RemoveTemplate", "s", name], check=False)
+            sh(mgr + ["AddTemplate", "ssasqta{sv}", "--", name, rootfs, "2", "/bin/sleep",
+                      "infinity", "49983", str(512 << 20), str(1 + len(extra) // 3), "warm", "b",
+                      "true"] + extra)
+        # the first create of a warm template starts cold and leaves the warm image behind it
+        e2b_node(env, "create", 1, TEMPLATES="p1=e2bwarm,p2=e2bstandby")
+        time.sleep(5)
+        got = e2b_node(env, "create", n, TEMPLATES="cold=base,warm=e2bwarm,standby=e2bstandby")
+        rt = e2b_node(env, "run", n_run)["run"]
+        xfer = e2b_node(env, "transfer", n_xfer)
+    finally:
+        sh(["warrenctl", "apikey", "revoke", key["id"]], check=False)
+        for name in ("e2bwarm", "e2bstandby"):
+            sh(mgr + ["RemoveTemplate", "s", name], check=False)
+    # plain runsc: run the same tree with sleep, then exec true (the same job as create + first
+    # command, without the agent, the gateway and the control plane)
+    base = []
+    for i in range(n):
+        cid = f"wbe2b{i}"
+        netns_fresh_veth()
+        b = bundle("base", cid)
+        t0 = now()
+        sh(runsc_cmd("run", "--bundle", b, "--detach", cid))
+        plain_exec(cid, "/bin/true")
+        base.append((now() - t0) * 1000)
+        raw_delete(cid)
+    netns_fresh_veth()
+    cid = "wbe2bx"
+    sh(runsc_cmd("run", "--bundle", bundle("base", cid), "--detach", cid))
+    plain_exec(cid, "/bin/true")
+    base_rt = []
+    for _ in range(n_run):
+        t0 = now()
+        plain_exec(cid, "/bin/true")
+        base_rt.append((now() - t0) * 1000)
+    size = 100 << 20
+    with open("/run/warren-bench/big.bin", "wb") as f:
+        f.write(os.urandom(size))
+    up, down = [], []
+    for _ in range(n_xfer):
+        with open("/run/warren-bench/big.bin", "rb") as f:
+            t0 = now()
+            plain_exec(cid, "/bin/sh", "-c", "cat > /tmp/big.bin", stdin=f)
+            up.append(size / 1e6 / (now() - t0))
+        t0 = now()
+        plain_exec(cid, "/bin/cat", "/tmp/big.bin")
+        down.append(size / 1e6 / (now() - t0))
+    raw_delete(cid)
+    os.unlink("/run/warren-bench/big.bin")
+    plain = "plain `runsc run` of the same tree + `runsc exec true`"
+    for label, what in (("cold", "cold base"), ("warm", "warm base (restore of its warm image)"),
+                        ("standby", "base, standby=1")):
+        rows.append(row(f"E2B SDK {what}: Sandbox.create -> first commands.run result",
+                        got[label]["samples"], base, plain, target="~110 ms (E2B, internet)"
+                        if label == "standby" else ""))
+    rows.append(row("E2B SDK commands.run('true') round trip (agent, gateway)", rt["samples"],
+                    base_rt, "`runsc exec` of `true` in a running plain container",
+                    target="<= 0.1x"))
+    rows.append(row("E2B SDK 100 MiB files.write (MB/s, higher is better)", xfer["upload"]["samples"],
+                    up, "`runsc exec sh -c 'cat > file'` of the same bytes", unit="MB/s"))
+    rows.append(row("E2B SDK 100 MiB files.read, streamed (MB/s, higher is better)",
+                    xfer["download"]["samples"], down, "`runsc exec cat file`", unit="MB/s"))
+    return rows
+
 
 def machine():
     cpu = "?"
@@ -954,13 +1056,17 @@ def main():
     ap.add_argument("--only-snapshot", action="store_true", help="run only the snapshot rows")
     ap.add_argument("--only-microvm", action="store_true", help="run only the microVM rows")
     ap.add_argument("--only-compression", action="store_true", help="run only the zstd rows")
+    ap.add_argument("--only-e2b", action="store_true",
+                    help="run only the E2B SDK rows (warren-e2b-api up)")
     ap.add_argument("--only-fork", action="store_true",
                     help="run only the web fork rows (1, 5, 20, 100 children)")
     a = ap.parse_args()
-    if a.only_reclaim or a.only_snapshot or a.only_microvm or a.only_compression or a.only_fork:
+    if (a.only_reclaim or a.only_snapshot or a.only_microvm or a.only_compression or a.only_fork
+            or a.only_e2b):
         if a.only_snapshot or a.only_fork:
             os.makedirs(RUNSC_ROOT, exist_ok=True)
         rows = (bench_reclaim(a.quick) if a.only_reclaim else
+                bench_e2b(a.quick) if a.only_e2b else
                 bench_microvm(a.quick) if a.only_microvm else
                 bench_compression(a.quick) if a.only_compression else
                 bench_fork(a.quick) if a.only_fork else bench_snapshot(a.quick))
