@@ -539,12 +539,12 @@ serve(int port, int listener, int envd_fd)
 }
 
 /* In a gVisor sandbox the agent is the container's first process (the spawner bind-mounts it
- * read-only at /.warren/agent and runs `/.warren/agent -- <program...>`): it starts the
- * template's program as its child with its own stdio and environment, serves the envd API,
- * reaps every orphan, passes termination signals on, and exits as the program does, so the
- * sandbox ends when its program ends, as before. */
+ * read-only at /.warren/agent and runs `/.warren/agent [--user UID:GID] -- <program...>` as
+ * root): it starts the template's program as its child, as the template's user, with its own stdio
+ * and environment, serves the envd API, reaps every orphan, passes termination signals on, and
+ * exits as the program does, so the sandbox ends when its program ends, as before. */
 static int
-container_main(char **argv)
+container_main(char **argv, bool user_set, uid_t uid, gid_t gid)
 {
 	sigset_t set;
 	sigemptyset(&set);
@@ -561,6 +561,13 @@ container_main(char **argv)
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
+		/* the template's user: the agent keeps root (and the sandbox's capabilities) to run
+		 * E2B's commands as any user; the program gets neither */
+		if (user_set && (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)) {
+			fprintf(stderr, "warren-agent: cannot become %u:%u: %s\n", (unsigned)uid,
+				(unsigned)gid, strerror(errno));
+			_exit(126);
+		}
 		execvp(argv[0], argv);
 		fprintf(stderr, "warren-agent: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -602,7 +609,17 @@ int
 main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "--"))
-		return container_main(argv + 2);
+		return container_main(argv + 2, false, 0, 0);
+	if (argc >= 5 && !strcmp(argv[1], "--user") && !strcmp(argv[3], "--")) {
+		unsigned uid, gid;
+		char end;
+		if (sscanf(argv[2], "%u:%u%c", &uid, &gid, &end) != 2 || uid > 65534 ||
+		    gid > 65534) {
+			fprintf(stderr, "warren-agent: --user is UID:GID, not %s\n", argv[2]);
+			return 127;
+		}
+		return container_main(argv + 4, true, uid, gid);
+	}
 	if (getpid() != 1) {
 		fprintf(stderr, "warren-agent runs as PID 1 of a Warren microVM\n");
 		return 1;

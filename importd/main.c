@@ -178,6 +178,37 @@ open_beneath(int dirfd, const char *path, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The agent's mount point (/.warren/agent, an empty root-owned file), as warren-template-build
+ * makes it: runsc cannot make a bind mount's point in the read-only tree, and without it a
+ * gVisor sandbox runs the program without the agent (no envd API, exec -i/-t, cp). An image
+ * that brings its own .warren keeps it (the spawner checks the point: a regular file reached
+ * without a symlink), so nothing here follows or replaces what the image made. */
+static void
+agent_mountpoint(int rootfd, const char *name)
+{
+	int dfd = -1, fd = -1, r = 0;
+	if (mkdirat(rootfd, ".warren", 0755) < 0 && errno != EEXIST)
+		r = -errno;
+	if (r == 0 && ((dfd = openat(rootfd, ".warren",
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+		       fchmod(dfd, 0755) < 0))
+		r = -errno;
+	if (r == 0 &&
+	    (fd = openat(dfd, "agent", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			 0755)) < 0 &&
+	    errno != EEXIST)
+		r = -errno;
+	if (r == 0 && fd >= 0 && fchmod(fd, 0755) < 0)
+		r = -errno;
+	safe_close(fd);
+	safe_close(dfd);
+	if (r < 0)
+		log_warning_errno(r,
+				  "Import %s: no agent mount point (/.warren/agent): %m; its "
+				  "gVisor sandboxes run without the agent",
+				  name);
+}
+
 static int
 job_main(const struct importd *d, const Warren__V1__ImportTemplateRequest *q, int source_fd,
 	 int out)
@@ -262,6 +293,8 @@ job_main(const struct importd *d, const Warren__V1__ImportTemplateRequest *q, in
 	struct import_counts c = {.max_bytes = d->max_bytes, .progress = copy_progress, .ud = &out};
 	job_progress(out, q->name, "copying", 0, 0);
 	r = import_copy_tree(src, rootfd, d->import_uid, &c, why, sizeof why);
+	if (r >= 0)
+		agent_mountpoint(rootfd, q->name);
 	close(src);
 	close(rootfd);
 	clean_staging(d, jobdir);

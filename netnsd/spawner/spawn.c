@@ -1028,15 +1028,23 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 	char netns[64];
 	snprintf(netns, sizeof netns, "/proc/%d/fd/%d", (int)getpid(), sb->nsfd);
 	/* the agent runs first and starts the template's program: `agent -- program...` */
-	char **argv = calloc(q->n_argv + 3, sizeof *argv);
+	char **argv = calloc(q->n_argv + 5, sizeof *argv);
 	if (!argv) {
 		sb_forget(sb);
 		safe_close(image_fd);
 		return -ENOMEM;
 	}
 	size_t argc = 0;
+	char user[32];
 	if (with_agent) {
+		/* the agent runs as root to start E2B's commands as any user; it starts the
+		 * program as the template's user (q->uid and q->gid: validated by netnsd) */
 		argv[argc++] = (char *)AGENT_PROTO_GVISOR_PATH;
+		if (q->uid || q->gid) {
+			snprintf(user, sizeof user, "%u:%u", (unsigned)q->uid, (unsigned)q->gid);
+			argv[argc++] = (char *)"--user";
+			argv[argc++] = user;
+		}
 		argv[argc++] = (char *)"--";
 	}
 	for (size_t i = 0; i < q->n_argv; i++)
@@ -1049,8 +1057,8 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 				.env = q->env,
 				.envc = q->n_env,
 				.cwd = q->cwd,
-				.uid = q->uid,
-				.gid = q->gid,
+				.uid = with_agent ? 0 : q->uid,
+				.gid = with_agent ? 0 : q->gid,
 				.memory_limit = q->memory_limit,
 				.netns_path = netns,
 				.cgroups_path = sb->cgroup};

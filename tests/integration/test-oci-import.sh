@@ -103,6 +103,18 @@ check_sandbox() { # check_sandbox BACKEND TEMPLATE PAGE CWD FOO
 	# /www/sub serves the subpage). gVisor's /proc/PID/cwd reads back empty to an exec.
 	[ -z "$cwd" ] || expect "$backend: /proc says the program runs in $cwd_want ($cwd)" test "$cwd" = "$cwd_want"
 	expect "$backend: the program runs as the image's user ($uid)" test "$uid" = 1000
+	if [ "$backend" = gvisor ]; then
+		# the import made the agent's mount point: the agent runs first, as root, and starts
+		# the program as the image's user with no capability
+		local tok capeff
+		tok=$(call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox AgentToken | cut -d'"' -f2)
+		expect "$backend: the imported tree has the agent's mount point" test -f "$TPL/$tpl/rootfs/.warren/agent"
+		expect "$backend: its agent answers through the gateway" wait_for 20 sh -c "curl -s -o /dev/null \
+			-w '%{http_code}' -H 'E2b-Sandbox-Id: $id' -H 'E2b-Sandbox-Port: 49983' \
+			-H 'X-Warren-Agent-Token: $tok' $GW/health | grep -qx 204"
+		capeff=$(warrenctl exec "$id" -- /bin/busybox awk '/^CapEff:/ {print $2}' "/proc/$pid/status" 2>&1) || true
+		expect "$backend: the program holds no capability (CapEff $capeff)" test "$capeff" = 0000000000000000
+	fi
 	warrenctl destroy "$id"
 }
 cwd_want=/www check_sandbox gvisor hello "Hello from an OCI image" /www bar-from-image
