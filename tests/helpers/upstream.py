@@ -74,6 +74,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_body(("peer=%d connection=%s\n" % (self.client_address[1],
                             self.headers.get("Connection", "-"))).encode())
             return
+        if self.path.startswith("/hv"):
+            # every header with its value, and which upstream this is (UPSTREAM_NAME): what a
+            # request carried after one or two gateways (test-gateway-remote)
+            self.send_body(("upstream=%s\n" % os.environ.get("UPSTREAM_NAME", "-") +
+                            "".join("%s: %s\n" % (k.lower(), v)
+                                    for k, v in self.headers.items())).encode())
+            return
         if self.path.startswith("/headers"):
             # every header name it was sent (test-attack-agent-gate: the token stays outside)
             self.send_body(("".join("%s\n" % k.lower() for k in self.headers.keys())).encode())
