@@ -122,7 +122,8 @@ int remote_nets_parse(struct gateway *g, const char *list);
 /* Is ADDRESS:port a target a remote route may have (in --cluster-net, on --cluster-port)? */
 bool remote_target_ok(const struct gateway *g, const char *address, uint32_t port,
 		      struct sockaddr_in *sa);
-/* One piece of a table (validated by the caller); at its last piece the table replaces the
+/* One piece of a table (ids and host names validated by the caller; a route whose target is
+ * not remote_target_ok is left out and logged); at its last piece the table replaces the
  * remote routes. 0, or -E2BIG (too many routes: the table is dropped), -ENOMEM. */
 int remote_routes_piece(struct gateway *g, uint64_t generation, const char *hop_token,
 			const Warren__V1__RemoteRoute *const *routes, size_t n, bool last);

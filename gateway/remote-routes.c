@@ -65,8 +65,9 @@ remote_target_ok(const struct gateway *g, const char *address, uint32_t port,
 		return false;
 	for (unsigned i = 0; i < g->n_cluster_nets; i++)
 		if ((a.s_addr & g->cluster_nets[i].mask) == g->cluster_nets[i].net) {
-			*sa = (struct sockaddr_in){
-				.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr = a};
+			*sa = (struct sockaddr_in){.sin_family = AF_INET,
+						   .sin_port = htons((uint16_t)port),
+						   .sin_addr = a};
 			return true;
 		}
 	return false;
@@ -168,13 +169,22 @@ remote_routes_piece(struct gateway *g, uint64_t generation, const char *hop_toke
 		s->cap = cap;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct remote_entry *e = &s->e[s->n++];
+		struct remote_entry *e = &s->e[s->n];
 		memset(e, 0, sizeof *e);
+		if (!routes[i]->lost &&
+		    !remote_target_ok(g, routes[i]->address, routes[i]->port, &e->sa)) {
+			/* logged once per push, and clusterd pushes only when the catalog changed
+			 */
+			log_warning("Refused the remote route of sandbox %s: host %s's gateway "
+				    "%.64s:%u is not in --cluster-net on --cluster-port",
+				    routes[i]->id, routes[i]->host, routes[i]->address,
+				    routes[i]->port);
+			continue;
+		}
 		snprintf(e->id, sizeof e->id, "%s", routes[i]->id);
 		snprintf(e->host, sizeof e->host, "%s", routes[i]->host);
 		e->lost = routes[i]->lost;
-		if (!e->lost && !remote_target_ok(g, routes[i]->address, routes[i]->port, &e->sa))
-			e->lost = true; /* the caller checked it: unreachable */
+		s->n++;
 	}
 	if (!last)
 		return 0;

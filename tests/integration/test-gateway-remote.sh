@@ -75,11 +75,13 @@ for u in warren nobody; do
 	out=$(IPC_POKE_USER=$u $POKE "$T/a/c/cluster.sock" remoteroutes "$TOKEN" "$F=h2@$B:$P")
 	expect "user $u is refused on the cluster socket ($out)" test "${out%% *}" != ok
 done
-out=$(push "$F=h2@$UP:$UPPORT")
-expect "a route to a sandbox's address and port (not a gateway's port) is refused ($out)" \
-	grep -q '^error -22' <<<"$out"
-out=$(push "$F=h2@10.9.9.9:$P")
-expect "a route outside --cluster-net is refused ($out)" grep -q '^error -22' <<<"$out"
+# a forged catalog record: that route is left out, the others of the table still route
+refused() { grep -c "Refused the remote route of sandbox $F" "$T/gwa.log"; }
+push "$F=h2@$UP:$UPPORT" >/dev/null
+expect "a route to a sandbox's address and port (not a gateway's port) is refused" \
+	test "$(refused)" = 1
+push "$F=h2@10.9.9.9:$P" >/dev/null
+expect "a route outside --cluster-net is refused" test "$(refused)" = 2
 out=$(push "$F=h2@$B:$P" "bad-id=h2@$B:$P")
 expect "a table with a malformed id is refused whole ($out)" grep -q '^error -22' <<<"$out"
 out=$(push "$F=H_2@$B:$P")
@@ -89,8 +91,13 @@ if grep -q . "$T/up-b.log"; then fail "a forged route reached the address it nam
 log "ok: nothing reached the forged routes' addresses"
 
 # --- remote routes: S, G and the loop's Q on B, L lost, W on A itself ---
-out=$(push "$S=h2@$B:$P" "$G=h2@$B:$P" "$Q=h2@$B:$P" "$L=h3@lost" "$W=h2@$B:$P")
-expect "clusterd's user pushes a valid table ($out)" test "$out" = ok
+out=$(push "$S=h2@$B:$P" "$G=h2@$B:$P" "$Q=h2@$B:$P" "$L=h3@lost" "$W=h2@$B:$P" \
+	"$F=h9@$UP:$UPPORT")
+expect "clusterd's user pushes a table, one route of it forged ($out)" test "$out" = ok
+expect "the forged one is refused" test "$(refused)" = 3
+st=$(curl -s --max-time 10 -o "$T/body" -w '%{http_code}' "http://$A:$P/s/$F/forged")
+expect "and not routed ($st)" grep -qE "no sandbox|not known yet" "$T/body"
+if grep -q forged "$T/up-b.log"; then fail "the forged route reached the address it named"; fi
 expect "B's sandbox answers through A by Host" test "$(get $A $S /hv)" = 200
 expect "the answer is B's sandbox's" grep -qx "upstream=b" "$T/body"
 expect "its Host is the client's, unchanged" grep -qx "host: $S.warren.localhost:$P" "$T/body"
