@@ -334,6 +334,7 @@ main(int argc, char **argv)
 						 .allowed_uids = &cluster_uid,
 						 .n_allowed_uids = 1,
 						 .drop_on_violation = false,
+						 .on_peer_gone = remote_routes_peer_gone,
 						 .userdata = &g};
 		g.cluster_server = ipc_server_new(g.dc.base, cfd, &ccfg);
 		if (!g.cluster_server)

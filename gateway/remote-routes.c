@@ -103,6 +103,14 @@ staging_free(struct gateway *g)
 	g->staging = NULL;
 }
 
+void
+remote_routes_peer_gone(void *ud)
+{
+	/* a table half sent is dropped; the routes applied stay (the sandboxes still run) and
+	 * clusterd pushes the whole table again when it reconnects */
+	staging_free(ud);
+}
+
 /* Replace the remote routes by the staged table. A route whose target or lost flag changed is
  * announced (held requests and idle upstream connections to the old target go); one that did
  * not change is left alone, so its pooled connections stay. */
