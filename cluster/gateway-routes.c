@@ -159,7 +159,7 @@ pushed(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	(void)n_fds;
 	if (r < 0 && !p->error) {
 		p->error = r;
-		log_warning_errno(r, "The gateway refused the remote routes: %s",
+		log_warning_errno(r, "The gateway did not take the remote routes: %s",
 				  resp && resp->message ? resp->message : strerror(-r));
 	}
 	if (--p->left)
