@@ -73,6 +73,15 @@ etcd_healthy() { in_ns e1 etcdctl --endpoints "$ETCD_EPS" endpoint health; }
 expect "etcd's three members are healthy" wait_for 60 etcd_healthy
 
 # --- the hosts ---
+# the gateway of the host whose T and DAEMON_NETNS are set: listening on every address of its
+# namespace, remote routes from its clusterd (routing across hosts)
+start_host_gateway() {
+	# the cluster socket's directory is the gateway's: it makes the socket there itself
+	install -d -m 0755 -o warren-gateway "$T/gwc"
+	start_gateway --listen 0.0.0.0 --cluster-socket "$T/gwc/cluster.sock" \
+		--cluster-net "$NET.0/24"
+	wait_for 10 test -S "$T/gwc/cluster.sock" || fail "the gateway's cluster socket is missing"
+}
 # start_host I: host I's daemons in its namespace, with its own directory, bus, veth prefix,
 # pool subnet, nftables table and cgroup parent (lib.sh's variables, made local here: the
 # functions it calls see them)
@@ -87,11 +96,7 @@ start_host() {
 	start_bus
 	start_netnsd
 	start_snapshotd
-	# the cluster socket's directory is the gateway's: it makes the socket there itself
-	install -d -m 0755 -o warren-gateway "$T/gwc"
-	start_gateway --listen 0.0.0.0 --cluster-socket "$T/gwc/cluster.sock" \
-		--cluster-net "$NET.0/24"
-	wait_for 10 test -S "$T/gwc/cluster.sock" || fail "the gateway's cluster socket is missing"
+	start_host_gateway
 	start_supervisor
 	daemon clusterd "$LIBEXEC/warren-clusterd" --name "h$i" --listen "$NET.$i:$CPORT" \
 		--gateway-url "http://$NET.$i:$GW_PORT" --etcd "$ETCD_EPS" \

@@ -6,8 +6,8 @@
 # through h1 by itself (clusterd's catalog refresh pushes it), and is no longer routed once
 # destroyed; a client's hop marker is stripped, not obeyed; a forged catalog (a host record in
 # etcd naming etcd's own port as its gateway) routes nothing anywhere and leaves the other
-# routes working; a user other than clusterd's is refused on the gateway's cluster socket; and
-# once h2 is killed, h1 answers 503 for its sandbox, first because its gateway does not answer,
+# routes working; a user other than clusterd's is refused on the gateway's cluster socket; a
+# restarted gateway gets its remote routes again from its clusterd; and once h2 is killed, h1 answers 503 for its sandbox, first because its gateway does not answer,
 # then because its lease lapsed and the catalog calls it lost.
 source "$(dirname "$0")/cluster-lib.sh"
 
@@ -75,6 +75,20 @@ out=$(in_ns h1 env IPC_POKE_USER=nobody "$POKE" "$TM/h1/gwc/cluster.sock" remote
 	"$(printf '0%.0s' $(seq 64))" "$FAKE=h2@$NET.2:$GW_PORT")
 expect "a user other than clusterd's is refused on the cluster socket ($out)" test "${out%% *}" != ok
 expect "and routes nothing" not_routed 1 "$FAKE"
+
+# --- h1's gateway restarted (its clusterd stays): clusterd pushes the table again ---
+gw1=$(awk '{print $3}' <<<"$HPIDS_1")
+kill -9 "$gw1"
+wait "$gw1" 2>/dev/null || true
+restart_gateway() {
+	local T=$TM/h1 DAEMON_NETNS
+	DAEMON_NETNS=$(ns_name h1)
+	start_host_gateway
+}
+restart_gateway
+expect "h1's restarted gateway routes h2's sandbox again" wait_for 30 serves 1 "$X"
+expect "h1's clusterd saw its gateway go and pushed again" \
+	grep -q "pushed again on reconnect" "$TM/h1/clusterd.log"
 
 # --- h2 killed: 503 for its sandbox, not a hang, then lost ---
 kill_host 2
