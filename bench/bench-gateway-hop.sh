@@ -16,7 +16,9 @@ N=${HOP_REQUESTS:-2000}
 P=$GW_PORT A=127.0.0.1 B=127.0.0.3 UP=127.0.0.4 UPPORT=$((GW_PORT + 1000))
 S=b0b0b0b0b0b0
 TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-UPSTREAM_NAME=b UPSTREAM_ADDR=$UP python3 "$SOURCE/tests/helpers/upstream.py" "$UPPORT" \
+# the stand-in sandbox answers a request in two writes: TCP_NODELAY, or Nagle would add the
+# gateway's delayed ACK (40 ms) to every answer and hide the hop
+UPSTREAM_NODELAY=1 UPSTREAM_NAME=b UPSTREAM_ADDR=$UP python3 "$SOURCE/tests/helpers/upstream.py" "$UPPORT" \
 	2>>"$T/upstream.log" &
 PIDS+=($!)
 wait_for 10 curl -fsS "http://$UP:$UPPORT/" >/dev/null || fail "upstream did not start"
