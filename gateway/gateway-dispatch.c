@@ -93,8 +93,8 @@ host_name_ok(const char *s)
 }
 
 /* From clusterd, on the cluster socket: a piece of the remote routes' table. A malformed id or
- * host name refuses the whole piece (and drops the table being received): clusterd checks both
- * before it sends, so it is compromised. A target that is not a cluster gateway is what a forged
+ * host name refuses the whole piece (the table it belongs to is never applied: the next push
+ * has a new generation): clusterd checks both before it sends, so it is compromised. A target that is not a cluster gateway is what a forged
  * etcd record looks like: that route alone is left out (remote-routes.c), the others still
  * route. */
 static int
