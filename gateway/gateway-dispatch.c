@@ -94,9 +94,9 @@ host_name_ok(const char *s)
 
 /* From clusterd, on the cluster socket: a piece of the remote routes' table. A malformed id or
  * host name refuses the whole piece (the table it belongs to is never applied: the next push
- * has a new generation): clusterd checks both before it sends, so it is compromised. A target that is not a cluster gateway is what a forged
- * etcd record looks like: that route alone is left out (remote-routes.c), the others still
- * route. */
+ * has a new generation): clusterd checks both before it sends, so it is compromised. A target that
+ * is not a cluster gateway is what a forged etcd record looks like: that route alone is left out
+ * (remote-routes.c), the others still route. */
 static int
 handle_set_remote_routes(struct ipc_call *call, void *ud)
 {
