@@ -16,6 +16,7 @@
 #include "place.h"
 
 struct seccomp_policy;
+struct ipc_client;
 
 #define CLUSTER_NAME_MAX 63 /* a host's name: [a-z0-9-] */
 #define CLUSTER_RID_MAX 64  /* a create's request id: [A-Za-z0-9_-] */
@@ -75,6 +76,13 @@ struct cluster {
 	size_t n_reservations;
 	struct local_sandbox *local;
 	size_t n_local;
+	/* gateway-routes.c: routing across hosts (gateway_socket NULL: off) */
+	const char *gateway_socket;
+	struct ipc_client *gw;
+	char hop_token[65];
+	char *routes_pushed; /* the table the gateway has (serialized); NULL: push it */
+	uint64_t routes_generation;
+	bool routes_busy; /* a push is waiting for the gateway's answers */
 };
 
 /* cluster-bus.c: org.warren.Warren1 */
@@ -95,6 +103,12 @@ int member_free_slots(struct cluster *c, uint32_t *free_slots, uint32_t *pool_si
 int member_publish(struct cluster *c);
 void member_tick(evutil_socket_t fd, short what, void *arg);
 char *cluster_key(struct cluster *c, const char *kind, const char *name);
+
+/* gateway-routes.c: the remote part of the catalog, pushed to the local gateway */
+int gateway_routes_init(struct cluster *c);
+/* owners: the owner records as catalog_sync read them (keys under owner_prefix) */
+void gateway_routes_sync(struct cluster *c, const struct etcd_kv *owners, size_t n_owners,
+			 const char *owner_prefix);
 
 /* cluster-http.c: the front door, the cluster list, the host-to-host create */
 int cluster_http_start(struct cluster *c, int listen_fd);

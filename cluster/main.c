@@ -32,7 +32,11 @@ usage(void)
 	       "  --listen ADDR:PORT     HTTP address (default 0.0.0.0:8303)\n"
 	       "  --advertise ADDR:PORT  the address other hosts reach this one at (default\n"
 	       "                         --listen)\n"
-	       "  --gateway-url URL      this host's gateway as clients reach it (published)\n"
+	       "  --gateway-url URL      this host's gateway as clients reach it (published;\n"
+	       "                         http://ADDR:PORT for other hosts' gateways to proxy to)\n"
+	       "  --gateway-socket PATH  the gateway's cluster socket: push it the routes to\n"
+	       "                         other hosts' sandboxes (default: no routing across\n"
+	       "                         hosts)\n"
 	       "  --etcd ADDR:PORT,...   etcd's client endpoints (default 127.0.0.1:2379)\n"
 	       "  --cluster-key PATH     the shared cluster key (default " KEY_DEFAULT_PATH ";\n"
 	       "                         root-owned, not readable by others)\n"
@@ -108,12 +112,13 @@ main(int argc, char **argv)
 	const char *key_path = KEY_DEFAULT_PATH, *user = NULL;
 	bool user_given = false;
 	char hostname[256];
-	enum { O_NAME = 2000, O_ADV, O_GW, O_ETCD, O_KEY, O_PREFIX, O_TTL, O_K, O_USER };
+	enum { O_NAME = 2000, O_ADV, O_GW, O_ETCD, O_KEY, O_PREFIX, O_TTL, O_K, O_USER, O_GWSOCK };
 	static const struct option opts[] = {DAEMON_COMMON_OPTIONS,
 					     {"name", required_argument, NULL, O_NAME},
 					     {"listen", required_argument, NULL, 'l'},
 					     {"advertise", required_argument, NULL, O_ADV},
 					     {"gateway-url", required_argument, NULL, O_GW},
+					     {"gateway-socket", required_argument, NULL, O_GWSOCK},
 					     {"etcd", required_argument, NULL, O_ETCD},
 					     {"cluster-key", required_argument, NULL, O_KEY},
 					     {"prefix", required_argument, NULL, O_PREFIX},
@@ -142,6 +147,9 @@ main(int argc, char **argv)
 			break;
 		case O_GW:
 			c.gateway_url = optarg;
+			break;
+		case O_GWSOCK:
+			c.gateway_socket = optarg;
 			break;
 		case O_ETCD:
 			etcd = optarg;
@@ -212,7 +220,7 @@ main(int argc, char **argv)
 	c.base = event_base_new();
 	dc.base = c.base;
 	if (!c.base || bus_event_attach(c.bus, &dc, &c.bus_ev) < 0 ||
-	    cluster_http_start(&c, lfd) < 0)
+	    cluster_http_start(&c, lfd) < 0 || gateway_routes_init(&c) < 0)
 		return log_error("Cannot start the loop"), 1;
 	c.tick_ev = event_new(c.base, -1, EV_PERSIST, member_tick, &c);
 	struct timeval one = {1, 0};

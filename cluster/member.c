@@ -172,6 +172,8 @@ catalog_sync(struct cluster *c, bool fresh_lease)
 		}
 		json_decref(o);
 	}
+	/* the same owner records tell the gateway where the other hosts' sandboxes are */
+	gateway_routes_sync(c, owners, n_owners, op);
 out:
 	etcd_kvs_free(owners, n_owners);
 	etcd_kvs_free(recs, n_recs);

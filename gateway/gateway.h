@@ -21,6 +21,12 @@ struct route {
 	bool runtime_up;
 	bool agent_api;	      /* its agent's port is open without agent_token (E2B's own) */
 	char agent_token[65]; /* "" or what X-Warren-Agent-Token must equal for port 49983 */
+	/* Routing across hosts (remote-routes.c): the sandbox runs on another host and sa is that
+	 * host's gateway; clusterd's, never the supervisor's. A local route replaces it. */
+	bool remote;
+	bool lost;	      /* remote, and its host's lease lapsed: 503 at once */
+	bool remote_seen;     /* remote-routes.c's mark while it applies a table */
+	char host[64];	      /* remote: the owning host's name */
 	struct idle_up *pool; /* proxy.c: idle keep-alive upstream connections to it */
 	unsigned n_pool;
 	struct route *next;
@@ -38,6 +44,12 @@ struct gateway_limits {
 };
 
 #define GATEWAY_IP_BUCKETS 256
+#define GATEWAY_CLUSTER_NETS 8
+#define GATEWAY_REMOTE_MAX 16384 /* remote routes in all */
+#define GATEWAY_REMOTE_PER_PIECE 256
+#define GATEWAY_HOP_HEADER "X-Warren-Forwarded"
+
+struct remote_staging;
 
 struct ip_count;
 struct idle_up;
@@ -70,6 +82,17 @@ struct gateway {
 	 * exist. */
 	unsigned status_seen;
 	struct gateway_metrics *metrics; /* NULL: no metrics port */
+	/* Routing across hosts, off unless --cluster-socket was given: clusterd's socket (its own
+	 * dispatch table), the networks and port a remote route may point at, the hop token that
+	 * marks a proxied request, the table being received. */
+	struct ipc_server *cluster_server;
+	struct {
+		uint32_t net, mask; /* network byte order */
+	} cluster_nets[GATEWAY_CLUSTER_NETS];
+	unsigned n_cluster_nets;
+	uint16_t cluster_port;
+	char hop_token[65];
+	struct remote_staging *staging;
 };
 /* true once the supervisor's routes are all in (see status_seen) */
 static inline bool
@@ -93,6 +116,23 @@ bool route_agent_token_matches(const struct route *r, const char *value, size_t 
 void route_changed(struct gateway *g, struct route *r);
 int route_listen(struct gateway *g, route_listener_fn fn);
 
+/* remote-routes.c: the routes clusterd gives (routing across hosts, docs/MULTIHOST.md) */
+/* --cluster-net: "A.B.C.D/N[,...]" */
+int remote_nets_parse(struct gateway *g, const char *list);
+/* Is ADDRESS:port a target a remote route may have (in --cluster-net, on --cluster-port)? */
+bool remote_target_ok(const struct gateway *g, const char *address, uint32_t port,
+		      struct sockaddr_in *sa);
+/* One piece of a table (ids and host names validated by the caller; a route whose target is
+ * not remote_target_ok is left out and logged); at its last piece the table replaces the
+ * remote routes. 0, or -E2BIG (too many routes: the table is dropped), -ENOMEM. */
+int remote_routes_piece(struct gateway *g, uint64_t generation, const char *hop_token,
+			const Warren__V1__RemoteRoute *const *routes, size_t n, bool last);
+/* clusterd hung up (the cluster socket's on_peer_gone): a table half received is dropped */
+void remote_routes_peer_gone(void *ud);
+/* Constant-time: does value equal this cluster's hop token (never when none was given)? */
+bool remote_hop_matches(const struct gateway *g, const char *value, size_t len);
+unsigned remote_count(struct gateway *g);
+
 /* probe.c: TCP readiness probes of starting routes (closed with RST); its listener keeps a
  * probe per route (its state the prober's own) and probes while the route is starting. */
 void probe_route_changed(struct gateway *g, struct route *r);
@@ -109,9 +149,11 @@ void metrics_count_response(struct gateway *g, int status);
 void metrics_observe_upstream(struct gateway *g, uint64_t usec);
 int metrics_handle_push(struct ipc_call *call, void *ud);
 
-/* gateway-dispatch.c */
+/* gateway-dispatch.c: the supervisor's table, and clusterd's (on its own socket) */
 extern const struct ipc_handler gateway_handlers[];
 extern const unsigned gateway_n_handlers;
+extern const struct ipc_handler gateway_cluster_handlers[];
+extern const unsigned gateway_n_cluster_handlers;
 
 /* gateway-events.c: events to the supervisor (RouteReady, RouteIdle, ThawNeeded) */
 void gateway_emit(struct gateway *g, int kind, const char *id);

@@ -4,6 +4,7 @@
 #include "http-parse.h"
 #include "log.h"
 #include "notify.h"
+#include "privdrop.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +27,13 @@ usage(void)
 	       "  --metrics-listen ADDR  address of the Prometheus endpoint (default 127.0.0.1)\n"
 	       "  --metrics-port N       GET /metrics there (default 9309; 0: none). The\n"
 	       "                         default port is skipped with a warning when taken\n"
+	       "Routing across hosts (docs/MULTIHOST.md; off without --cluster-socket):\n"
+	       "  --cluster-socket PATH  the socket warren-clusterd pushes remote routes on\n"
+	       "                         (made here, 0666: the peer's uid is what is checked)\n"
+	       "  --cluster-user USER    the only user accepted there (default warren-cluster)\n"
+	       "  --cluster-net CIDR,... the networks other hosts' gateways are in: a remote\n"
+	       "                         route to any other address is refused (required)\n"
+	       "  --cluster-port N       their gateways' port (default --port)\n"
 	       "Limits (S: seconds, decimals allowed; 0 turns a limit off):\n"
 	       "  --header-timeout S     a request head must be complete S after the accept\n"
 	       "                         (or its first byte after a keep-alive wait), else 408\n"
@@ -140,8 +148,14 @@ main(int argc, char **argv)
 		O_MAX_RESPONSE_HEAD,
 		O_MAX_OPEN_FILES,
 		O_METRICS_LISTEN = 0x200,
-		O_METRICS_PORT
+		O_METRICS_PORT,
+		O_CLUSTER_SOCKET = 0x300,
+		O_CLUSTER_USER,
+		O_CLUSTER_NET,
+		O_CLUSTER_PORT
 	};
+	const char *cluster_socket = NULL, *cluster_user = "warren-cluster", *cluster_net = NULL;
+	long cluster_port = 0;
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'l'},
 		{"port", required_argument, NULL, 'p'},
@@ -157,6 +171,10 @@ main(int argc, char **argv)
 		{"max-open-files", required_argument, NULL, O_MAX_OPEN_FILES},
 		{"metrics-listen", required_argument, NULL, O_METRICS_LISTEN},
 		{"metrics-port", required_argument, NULL, O_METRICS_PORT},
+		{"cluster-socket", required_argument, NULL, O_CLUSTER_SOCKET},
+		{"cluster-user", required_argument, NULL, O_CLUSTER_USER},
+		{"cluster-net", required_argument, NULL, O_CLUSTER_NET},
+		{"cluster-port", required_argument, NULL, O_CLUSTER_PORT},
 		{"help", no_argument, NULL, 'h'},
 		DAEMON_COMMON_OPTIONS,
 		{}};
@@ -177,6 +195,18 @@ main(int argc, char **argv)
 				return log_error("Bad value for --metrics-port: %s", optarg), 2;
 			metrics_port = (unsigned)p;
 			metrics_port_given = true;
+			continue;
+		}
+		if (c == O_CLUSTER_SOCKET || c == O_CLUSTER_USER || c == O_CLUSTER_NET) {
+			*(c == O_CLUSTER_SOCKET ? &cluster_socket
+			  : c == O_CLUSTER_USER ? &cluster_user
+						: &cluster_net) = optarg;
+			continue;
+		}
+		if (c == O_CLUSTER_PORT) {
+			cluster_port = parse_count(optarg, 65535);
+			if (cluster_port < 1)
+				return log_error("Bad value for --cluster-port: %s", optarg), 2;
 			continue;
 		}
 		long v = 0;
@@ -240,6 +270,18 @@ main(int argc, char **argv)
 	}
 	if (!port_valid(port))
 		return log_error("Bad --port"), 2;
+	uid_t cluster_uid = 0;
+	gid_t cluster_gid;
+	if (cluster_socket) {
+		if (!cluster_net || remote_nets_parse(&g, cluster_net) < 0)
+			return log_error("--cluster-socket needs --cluster-net A.B.C.D/N[,...] (/8 "
+					 "to /32)"),
+			       2;
+		if (privdrop_lookup_user(cluster_user, &cluster_uid, &cluster_gid) < 0 ||
+		    cluster_uid == 0)
+			return log_error("Bad --cluster-user %s", cluster_user), 2;
+		g.cluster_port = (uint16_t)(cluster_port ? cluster_port : port);
+	}
 	if (g.dc.dump_seccomp)
 		return daemon_lock_down(&g.dc, NULL, NULL, 0, &gateway_seccomp) < 0;
 	if (limits_apply(&g, max_open_files, conns_given) < 0)
@@ -263,6 +305,14 @@ main(int argc, char **argv)
 		log_warning("No metrics endpoint: 127.0.0.1:%u is taken (--metrics-port)",
 			    metrics_port);
 	}
+	/* clusterd's socket, bound before the lock-down; 0666 because the gateway's user cannot
+	 * give it clusterd's group: the accept checks the peer's uid (SO_PEERCRED) instead */
+	int cfd = -1;
+	if (cluster_socket && !g.dc.seccomp_probe) {
+		cfd = ipc_listen(cluster_socket, 0666);
+		if (cfd < 0)
+			return log_error_errno(cfd, "Cannot listen on %s: %m", cluster_socket), 1;
+	}
 	if (daemon_lock_down(&g.dc, user, NULL, 0, &gateway_seccomp) < 0)
 		return 1;
 	struct ipc_server_config cfg = {.name = "gateway",
@@ -275,6 +325,24 @@ main(int argc, char **argv)
 					.userdata = &g};
 	g.server = ipc_server_new(g.dc.base, lfd, &cfg);
 	ipc_server_set_ready(g.server, true);
+	if (cfd >= 0) {
+		/* its own table and peer: clusterd cannot send the supervisor's requests, nor the
+		 * supervisor clusterd's, and clusterd coming and going is not the supervisor's */
+		struct ipc_server_config ccfg = {.name = "gateway-cluster",
+						 .table = gateway_cluster_handlers,
+						 .n_table = gateway_n_cluster_handlers,
+						 .allowed_uids = &cluster_uid,
+						 .n_allowed_uids = 1,
+						 .drop_on_violation = false,
+						 .on_peer_gone = remote_routes_peer_gone,
+						 .userdata = &g};
+		g.cluster_server = ipc_server_new(g.dc.base, cfd, &ccfg);
+		if (!g.cluster_server)
+			return log_error("Cannot serve %s", cluster_socket), 1;
+		ipc_server_set_ready(g.cluster_server, true);
+		log_info("Routing across hosts: remote routes from uid %u on %s, to port %u",
+			 (unsigned)cluster_uid, cluster_socket, g.cluster_port);
+	}
 	proxy_idle_scan_start(&g);
 	notify_send("READY=1");
 	log_info("Ready: http://%s:%u/ (sandboxes as <id>.%s); at most %u connections, %u per "
@@ -282,5 +350,6 @@ main(int argc, char **argv)
 		 listen, port, g.domain, g.lim.max_conns, g.lim.max_conns_per_ip);
 	daemon_run(&g.dc);
 	ipc_server_free(g.server);
+	ipc_server_free(g.cluster_server);
 	return 0;
 }

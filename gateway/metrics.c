@@ -115,7 +115,7 @@ route_states(struct gateway *g, unsigned counts[4])
 {
 	memset(counts, 0, 4 * sizeof counts[0]);
 	for (struct route *r = g->routes; r; r = r->next)
-		if (r->state >= 0 && r->state < 4)
+		if (r->state >= 0 && r->state < 4 && !r->remote)
 			counts[r->state]++;
 }
 

@@ -236,6 +236,8 @@ void
 probe_route_changed(struct gateway *g, struct route *r)
 {
 	struct probe *p = probe_find(r);
+	if (r->remote && r->state != -1)
+		return;	      /* another host's gateway: that one probes its sandbox */
 	if (r->state == -1) { /* removed: freed after this call */
 		if (!p)
 			return;

@@ -37,6 +37,7 @@
 #define MAX_INTERIM 8		/* 1xx responses before the final one */
 #define ACCEPT_RESUME_MS 250	/* retry accepting this long after running out of fds */
 #define CLOSING_TIMEOUT_MS 5000 /* a client that does not read its error response */
+#define REMOTE_CONNECT_MS 3000	/* another host's gateway: a LAN connect takes milliseconds */
 
 enum conn_state { S_HEAD, S_HOLD, S_CONNECT, S_EXCHANGE, S_TUNNEL, S_CLOSING };
 /* What the connection's timer waits for. */
@@ -730,8 +731,14 @@ up_event(struct bufferevent *bev, short what, void *arg)
 			hold(c);
 			return;
 		}
-		send_error(c, 502, "sandbox %s did not accept the connection%s%s", c->route_id,
-			   r && r->reason[0] ? ": " : "", r ? r->reason : "");
+		if (r && r->remote) /* that host is down, or its catalog record is stale */
+			send_error(c, 503,
+				   "sandbox %s: the gateway of its host %s did not accept the "
+				   "connection",
+				   c->route_id, r->host);
+		else
+			send_error(c, 502, "sandbox %s did not accept the connection%s%s",
+				   c->route_id, r && r->reason[0] ? ": " : "", r ? r->reason : "");
 		return;
 	}
 	if (c->state == S_TUNNEL ||
@@ -820,6 +827,9 @@ try_upstream(struct conn *c)
 	if (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING) {
 		/* a lost SYN during start-up would cost 1 s: retry a fresh connect instead */
 		bev_timeouts(c->up, 0, 100);
+	} else if (r->remote) {
+		/* a host that vanished (no RST) is answered 503 soon, not after the body timeout */
+		bev_timeouts(c->up, 0, REMOTE_CONNECT_MS);
 	} else
 		bev_timeouts(c->up, 0, c->g->lim.body_timeout_ms); /* connect timeout */
 	struct sockaddr_in sa = r->sa;
@@ -948,15 +958,22 @@ agent_gate(const struct route *r, const struct http_head *h)
 	return tok && route_agent_token_matches(r, tok->value, tok->value_len) ? 0 : -EACCES;
 }
 
-/* Copy head bytes [from, to) to o, without the Connection header lines when drop is set and
- * never with the agent token (it is the gateway's to check, not the sandbox's to read). */
+/* Copy head bytes [from, to) to o, without the Connection header lines when drop is set, never
+ * with the hop marker (a client's is not ours; ours is for the next gateway, which sets its
+ * own), and without the agent token unless keep_token (it is the gateway's to check, not the
+ * sandbox's to read; a request to another host keeps it for that host's gateway to check). */
 static char *
-copy_head(char *o, const char *from, const char *to, const struct http_head *h, bool drop)
+copy_head(char *o, const char *from, const char *to, const struct http_head *h, bool drop,
+	  bool keep_token)
 {
 	for (size_t i = 0; i < h->n_headers; i++) {
 		const struct http_header *hd = &h->headers[i];
-		if (hd->name < from || !((drop && http_header_is(hd, "Connection")) ||
-					 http_header_is(hd, AGENT_PROTO_GATE_TOKEN_HEADER)))
+		if (hd->name >= to)
+			break;
+		if (hd->name < from ||
+		    !((drop && http_header_is(hd, "Connection")) ||
+		      http_header_is(hd, GATEWAY_HOP_HEADER) ||
+		      (!keep_token && http_header_is(hd, AGENT_PROTO_GATE_TOKEN_HEADER))))
 			continue;
 		const char *v_end = hd->value + hd->value_len;
 		const char *lf = memchr(v_end, '\n', (size_t)(to - v_end));
@@ -968,6 +985,23 @@ copy_head(char *o, const char *from, const char *to, const struct http_head *h, 
 	}
 	memcpy(o, from, (size_t)(to - from));
 	return o + (to - from);
+}
+
+/* Was this request proxied here by another gateway of the cluster? Only when it carries the
+ * hop marker once, with this cluster's hop token: a client's marker is not (it is stripped and
+ * the request routed as any other). A proxied request is served only from local routes, so
+ * two gateways with stale catalogs never send it back and forth. */
+static bool
+request_forwarded(const struct gateway *g, const struct http_head *h)
+{
+	const struct http_header *m = NULL;
+	for (size_t i = 0; i < h->n_headers; i++)
+		if (http_header_is(&h->headers[i], GATEWAY_HOP_HEADER)) {
+			if (m)
+				return false;
+			m = &h->headers[i];
+		}
+	return m && remote_hop_matches(g, m->value, m->value_len);
 }
 
 static void
@@ -1031,19 +1065,39 @@ client_read(struct bufferevent *bev, void *arg)
 		return;
 	}
 	struct route *r = route_find(c->g, id);
+	bool forwarded = request_forwarded(c->g, &h);
+	if (r && r->remote && forwarded) {
+		send_error(c, 503,
+			   "sandbox %s is not on this host (a request another gateway forwarded is "
+			   "served only from local routes); retry",
+			   id);
+		return;
+	}
 	if (!r) {
 		send_unknown(c, id);
 		return;
 	}
-	/* Only the template's port and the agent's envd API are reachable by header. */
-	if (port == ntohs(r->sa.sin_port))
+	if (r->remote && r->lost) {
+		send_error(c, 503, "sandbox %s: its host %s is gone (its lease lapsed)", id,
+			   r->host);
+		return;
+	}
+	if (r->remote) {
+		/* Its own host's gateway routes it from the unchanged head (Host, /s/<id>/, E2B's
+		 * headers) and applies its own rules: the port and the agent token are checked
+		 * there, by the gateway that knows the sandbox's token. */
 		port = 0;
-	if (port && port != AGENT_PROTO_ENVD_PORT) {
+		strip = 0;
+	} else if (port == ntohs(r->sa.sin_port)) {
+		/* Only the template's port and the agent's envd API are reachable by header. */
+		port = 0;
+	}
+	if (!r->remote && port && port != AGENT_PROTO_ENVD_PORT) {
 		send_error(c, 403, "sandbox %s: port %u is not served (only its own and %u)", id,
 			   port, AGENT_PROTO_ENVD_PORT);
 		return;
 	}
-	if ((port ? port : ntohs(r->sa.sin_port)) == AGENT_PROTO_ENVD_PORT &&
+	if (!r->remote && (port ? port : ntohs(r->sa.sin_port)) == AGENT_PROTO_ENVD_PORT &&
 	    agent_gate(r, &h) < 0) {
 		send_error(c, 403, "sandbox %s: its agent's port %u needs its agent token (%s)", id,
 			   AGENT_PROTO_ENVD_PORT, AGENT_PROTO_GATE_TOKEN_HEADER);
@@ -1055,7 +1109,10 @@ client_read(struct bufferevent *bev, void *arg)
 	size_t rest_len = h.target_len - strip;
 	size_t after_target = (size_t)(h.target + h.target_len - p);
 	bool need_slash = strip && (rest_len == 0 || rest[0] == '?');
-	c->head = malloc((size_t)k - strip + (need_slash ? 1 : 0));
+	/* a request to another host's gateway carries the hop marker, after the request line */
+	size_t marker =
+		r->remote ? strlen(GATEWAY_HOP_HEADER) + 2 + strlen(c->g->hop_token) + 2 : 0;
+	c->head = malloc((size_t)k - strip + (need_slash ? 1 : 0) + marker);
 	if (!c->head) {
 		send_error(c, 503, "out of memory");
 		return;
@@ -1070,7 +1127,16 @@ client_read(struct bufferevent *bev, void *arg)
 	/* `Connection: close` is the client's hop: the upstream connection stays open for the
 	 * pool (hop-by-hop, RFC 9110 7.6.1; an Upgrade's Connection header goes through). */
 	bool drop_connection = !h.keep_alive && !h.upgrade && h.version_minor == 1;
-	o = copy_head(o, p + after_target, p + k, &h, drop_connection);
+	const char *eol = memchr(p + after_target, '\n', (size_t)k - after_target);
+	o = copy_head(o, p + after_target, eol + 1, &h, drop_connection, r->remote);
+	if (r->remote) {
+		o += sprintf(o, "%s: ", GATEWAY_HOP_HEADER);
+		memcpy(o, c->g->hop_token, strlen(c->g->hop_token));
+		o += strlen(c->g->hop_token);
+		*o++ = '\r';
+		*o++ = '\n';
+	}
+	o = copy_head(o, eol + 1, p + k, &h, drop_connection, r->remote);
 	c->head_len = (size_t)(o - c->head);
 	evbuffer_drain(in, (size_t)k);
 

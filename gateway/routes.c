@@ -52,7 +52,7 @@ route_count(struct gateway *g)
 {
 	unsigned n = 0;
 	for (struct route *r = g->routes; r; r = r->next)
-		n++;
+		n += !r->remote; /* the supervisor's: what it counts on its Status poll */
 	return n;
 }
 

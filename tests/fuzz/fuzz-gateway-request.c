@@ -7,8 +7,13 @@
  * the route's address) is replaced, as the route table's first listener, by a ledger of the
  * routes being probed. The agent gate's fields are checked as taken (a bad token refused).
  *
- * Input: records of [length byte][that many bytes: one datagram], up to 16 of them. After each
- * datagram the table is checked: every route has a valid id (unique), an IPv4 address, a valid
+ * The same for a (compromised) clusterd on the cluster socket (its own table: Status and
+ * SetRemoteRoutes): a record whose length byte has its top bit set goes there. Remote routes
+ * must stay inside the cluster's network and port (or be lost), never replace a local route,
+ * and count at most GATEWAY_REMOTE_MAX.
+ *
+ * Input: records of [length byte][that many bytes (7 bits): one datagram], up to 16 of them. After
+ * each datagram the table is checked: every route has a valid id (unique), an IPv4 address, a valid
  * port, a known state, a bounded reason and timeout; exactly the STARTING routes are probed; a
  * SetRoute or RemoveRoute the gateway answered with success is what the table now holds; the
  * Status answer counts the routes. Every input starts from an empty table (routes removed by
@@ -100,10 +105,17 @@ check_table(void)
 		CHECK(route_agent_token_valid(r->agent_token) == 0); /* what the gate compares */
 		CHECK((probed_index(r) >= 0) ==
 		      (r->state == WARREN__V1__ROUTE_STATE__ROUTE_STARTING));
+		/* a remote route only ever leads to a cluster gateway (10/8, port 8300 here) */
+		if (r->remote && !r->lost)
+			CHECK((ntohl(r->sa.sin_addr.s_addr) >> 24) == 10 &&
+			      ntohs(r->sa.sin_port) == 8300);
+		if (r->remote)
+			CHECK(r->state == WARREN__V1__ROUTE_STATE__ROUTE_RUNNING &&
+			      !r->agent_token[0]);
 	}
 	for (size_t i = 0; i < n_probed; i++)
 		CHECK(route_listed(probed[i]));
-	CHECK(n == route_count(&g));
+	CHECK(n == route_count(&g) + remote_count(&g) && remote_count(&g) <= GATEWAY_REMOTE_MAX);
 }
 
 /* A reason of any length is taken: all of it when it fits, else cut at a character boundary,
@@ -157,6 +169,24 @@ check_answer(const IpcRequest *q, const IpcResponse *resp)
 	}
 }
 
+/* clusterd's requests the gateway accepted: only its own two, a local route never remote */
+static void
+check_cluster_answer(const IpcRequest *q, const IpcResponse *resp)
+{
+	switch (q->body_case) {
+	case WARREN__V1__REQUEST__BODY_SET_REMOTE_ROUTES:
+		for (size_t i = 0; i < q->set_remote_routes->n_routes; i++)
+			CHECK(sandbox_id_valid(q->set_remote_routes->routes[i]->id));
+		break;
+	case WARREN__V1__REQUEST__BODY_STATUS:
+		CHECK(resp->body_case == WARREN__V1__RESPONSE__BODY_STATUS &&
+		      resp->status->routes == remote_count(&g));
+		break;
+	default:
+		CHECK(!"the cluster socket answered success to a supervisor's request");
+	}
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -169,6 +199,14 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 					.n_table = gateway_n_handlers,
 					.userdata = &g};
 	g.server = ipc_server_new(g.dc.base, -1, &cfg);
+	struct ipc_server_config ccfg = {.name = "gateway-cluster",
+					 .table = gateway_cluster_handlers,
+					 .n_table = gateway_n_cluster_handlers,
+					 .on_peer_gone = remote_routes_peer_gone,
+					 .userdata = &g};
+	g.cluster_server = ipc_server_new(g.dc.base, -1, &ccfg);
+	g.cluster_port = 8300;
+	CHECK(g.cluster_server && remote_nets_parse(&g, "10.0.0.0/8") == 0);
 	CHECK(route_listen(&g, ledger_route_changed) == 0 &&
 	      route_listen(&g, proxy_route_changed) == 0);
 	CHECK(g.dc.base && g.server);
@@ -189,20 +227,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		route_remove(&g, g.routes);
 	CHECK(n_probed == 0);
 
-	int sp[2];
+	int sp[2], cp[2];
 	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cp) == 0);
 	fcntl(sp[0], F_SETFL, O_NONBLOCK);
 	fcntl(sp[1], F_SETFL, O_NONBLOCK);
+	fcntl(cp[0], F_SETFL, O_NONBLOCK);
+	fcntl(cp[1], F_SETFL, O_NONBLOCK);
 	CHECK(ipc_server_adopt(g.server, sp[0]) == 0);
+	CHECK(ipc_server_adopt(g.cluster_server, cp[0]) == 0);
 	for (int k = 0; k < 16 && size > 0; k++) {
-		size_t len = data[0];
+		bool cluster = data[0] & 0x80;
+		int peer = cluster ? cp[1] : sp[1];
+		size_t len = data[0] & 0x7f;
 		if (len > size - 1)
 			len = size - 1;
 		const uint8_t *dgram = data + 1;
 		data += 1 + len;
 		size -= 1 + len;
 		IpcRequest *q = warren__v1__request__unpack(NULL, len, dgram);
-		if (send(sp[1], dgram, len, MSG_DONTWAIT) < 0) {
+		if (send(peer, dgram, len, MSG_DONTWAIT) < 0) {
 			if (q)
 				protobuf_c_message_free_unpacked(&q->base, NULL);
 			break;
@@ -213,11 +257,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int rfds[IPC_MAX_FDS];
 		size_t rn = 0;
 		int answered = 0;
-		while (ipc_recv_response(sp[1], &resp, rfds, &rn) == 0) {
+		while (ipc_recv_response(peer, &resp, rfds, &rn) == 0) {
 			CHECK(rn == 0);
 			/* what the gateway accepted decodes here too, and is answered once */
 			if (q && resp->id == q->id && q->version == IPC_VERSION && !resp->error)
-				check_answer(q, resp);
+				cluster ? check_cluster_answer(q, resp) : check_answer(q, resp);
 			answered++;
 			protobuf_c_message_free_unpacked(&resp->base, NULL);
 		}
@@ -226,6 +270,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			protobuf_c_message_free_unpacked(&q->base, NULL);
 	}
 	close(sp[1]);
+	close(cp[1]);
 	run_loop();
 	check_table();
 	return 0;

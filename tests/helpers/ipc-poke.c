@@ -5,6 +5,8 @@
  *   ipc-poke SOCKET setroute ID ADDR PORT STATE [START_TIMEOUT_MS [REASON]]
  *                       (IPC_POKE_AGENT_TOKEN=T, IPC_POKE_AGENT_API=1: the agent gate's fields)
  *   ipc-poke SOCKET removeroute ID
+ *   ipc-poke SOCKET remoteroutes TOKEN [ID=HOST@ADDR:PORT|ID=HOST@lost ...]
+ *                       (the gateway's cluster socket: one whole table, as clusterd pushes it)
  *   ipc-poke SOCKET reclaim ID
  *   ipc-poke SOCKET claim-hold [outbound]   (prints "slot address gateway pid fd", holds)
  *   ipc-poke SOCKET checkpoint ID DIR       (netnsd: checkpoint sandbox ID into DIR's fd)
@@ -34,6 +36,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +245,41 @@ main(int argc, char **argv)
 		sr.agent_api = getenv("IPC_POKE_AGENT_API") != NULL;
 		req.body_case = WARREN__V1__REQUEST__BODY_SET_ROUTE;
 		req.set_route = &sr;
+		ipc_send(fd, &req.base, NULL, 0);
+		return report(fd);
+	}
+	if (!strcmp(mode, "remoteroutes") && argc >= 4) {
+		size_t n = (size_t)(argc - 4);
+		Warren__V1__RemoteRoute *rr = calloc(n + 1, sizeof *rr),
+					**ptrs = calloc(n + 1, sizeof *ptrs);
+		if (!rr || !ptrs)
+			return 1;
+		for (size_t i = 0; i < n; i++) {
+			char *a = argv[4 + i], *eq = strchr(a, '='),
+			     *at = eq ? strchr(eq, '@') : NULL;
+			if (!at)
+				return fprintf(stderr, "bad route %s\n", a), 2;
+			warren__v1__remote_route__init(&rr[i]);
+			*eq = *at = 0;
+			rr[i].id = a;
+			rr[i].host = eq + 1;
+			char *colon = strrchr(at + 1, ':');
+			rr[i].lost = !strcmp(at + 1, "lost");
+			if (colon && !rr[i].lost) {
+				*colon = 0;
+				rr[i].port = (uint32_t)atoi(colon + 1);
+			}
+			rr[i].address = rr[i].lost ? "" : at + 1;
+			ptrs[i] = &rr[i];
+		}
+		Warren__V1__SetRemoteRoutesRequest q = WARREN__V1__SET_REMOTE_ROUTES_REQUEST__INIT;
+		q.generation = (uint64_t)getpid();
+		q.hop_token = argv[3];
+		q.routes = ptrs;
+		q.n_routes = n;
+		q.last = true;
+		req.body_case = WARREN__V1__REQUEST__BODY_SET_REMOTE_ROUTES;
+		req.set_remote_routes = &q;
 		ipc_send(fd, &req.base, NULL, 0);
 		return report(fd);
 	}

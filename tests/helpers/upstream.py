@@ -31,6 +31,9 @@ RAW = {
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # UPSTREAM_NODELAY=1 (benchmarks): its head and body are two writes, and with Nagle the
+    # second waits for the gateway's delayed ACK of the first (40 ms a request)
+    disable_nagle_algorithm = os.environ.get("UPSTREAM_NODELAY") == "1"
 
     def parse_request(self):
         if LOG:
@@ -73,6 +76,13 @@ class Handler(BaseHTTPRequestHandler):
             # whether the request still said `Connection: close`
             self.send_body(("peer=%d connection=%s\n" % (self.client_address[1],
                             self.headers.get("Connection", "-"))).encode())
+            return
+        if self.path.startswith("/hv"):
+            # every header with its value, and which upstream this is (UPSTREAM_NAME): what a
+            # request carried after one or two gateways (test-gateway-remote)
+            self.send_body(("upstream=%s\n" % os.environ.get("UPSTREAM_NAME", "-") +
+                            "".join("%s: %s\n" % (k.lower(), v)
+                                    for k, v in self.headers.items())).encode())
             return
         if self.path.startswith("/headers"):
             # every header name it was sent (test-attack-agent-gate: the token stays outside)

@@ -1,0 +1,101 @@
+#!/bin/bash
+# Routing across hosts (docs/MULTIHOST.md) on the three hosts of cluster-lib.sh: any host's
+# gateway serves any sandbox of the cluster. A sandbox created on h2 (template app, whose page
+# names the sandbox it runs in: the answer proves which one served it) answers through h1's
+# gateway by Host, by /s/<id>/ and by E2B's headers; one created later on h3 becomes routable
+# through h1 by itself (clusterd's catalog refresh pushes it), and is no longer routed once
+# destroyed; a client's hop marker is stripped, not obeyed; a forged catalog (a host record in
+# etcd naming etcd's own port as its gateway) routes nothing anywhere and leaves the other
+# routes working; a user other than clusterd's is refused on the gateway's cluster socket; a
+# restarted gateway gets its remote routes again from its clusterd; and once h2 is killed, h1 answers 503 for its sandbox, first because its gateway does not answer,
+# then because its lease lapsed and the catalog calls it lost.
+source "$(dirname "$0")/cluster-lib.sh"
+
+# a sandbox of template app made on host I's own bus (not placed: the test picks the host)
+make_on() {
+	ids_in "$(hbus "$1" busctl --system call org.warren.Warren1 /org/warren/Warren1 \
+		org.warren.Warren1.Manager CreateSandbox sa{sv} app 1 wait b true)" | head -1
+}
+destroy_on() {
+	hbus "$1" busctl --system call org.warren.Warren1 "/org/warren/Warren1/sandbox/$2" \
+		org.warren.Warren1.Sandbox Destroy
+}
+# via HOST ID [CURL ARGS...]: host HOST's gateway asked for sandbox ID by Host; the status,
+# the body in $TM/rbody
+via() {
+	local i=$1 id=$2
+	shift 2
+	in_ns "h$i" curl -s --max-time 15 -o "$TM/rbody" -w '%{http_code}' \
+		-H "Host: $id.warren.localhost:$GW_PORT" "$@" "http://$NET.$i:$GW_PORT/"
+}
+# serves HOST ID: HOST's gateway answers with sandbox ID's own page
+serves() { [ "$(via "$@")" = 200 ] && grep -q "\"sandbox\": *\"$2\"" "$TM/rbody"; }
+# not_routed HOST ID: HOST's gateway has no route to ID (its supervisor's routes are in: 404)
+not_routed() { [ "$(via "$1" "$2")" = 404 ] && grep -q "no sandbox $2" "$TM/rbody"; }
+
+X=$(make_on 2)
+[ -n "$X" ] || fail "no sandbox made on h2"
+log "sandbox $X runs on h2"
+expect "sandbox $X answers through its own host's gateway" wait_for 60 serves 2 "$X"
+expect "sandbox $X answers through h1's gateway, by Host" wait_for 15 serves 1 "$X"
+expect "and through h3's" wait_for 15 serves 3 "$X"
+st=$(in_ns h1 curl -s --max-time 15 -o "$TM/rbody" -w '%{http_code}' "http://$NET.1:$GW_PORT/s/$X/")
+expect "through h1 by /s/<id>/ ($st)" grep -q "\"sandbox\": *\"$X\"" "$TM/rbody"
+st=$(in_ns h1 curl -s --max-time 15 -o "$TM/rbody" -w '%{http_code}' -H "E2b-Sandbox-Id: $X" \
+	-H "E2b-Sandbox-Port: 8080" "http://$NET.1:$GW_PORT/")
+expect "through h1 by E2B's headers ($st)" grep -q "\"sandbox\": *\"$X\"" "$TM/rbody"
+st=$(via 1 "$X" -H "X-Warren-Forwarded: $(printf '0%.0s' $(seq 64))")
+expect "a client's hop marker is stripped and the request routed as any other ($st)" \
+	grep -q "\"sandbox\": *\"$X\"" "$TM/rbody"
+expect "the E2B agent port through h1 without the agent token: 403 from h2's gate" \
+	test "$(via 1 "$X" -H "E2b-Sandbox-Id: $X" -H "E2b-Sandbox-Port: 49983")" = 403
+
+# --- a sandbox made later is routed by itself; destroyed, it is not ---
+Y=$(make_on 3)
+[ -n "$Y" ] || fail "no sandbox made on h3"
+log "sandbox $Y runs on h3"
+expect "sandbox $Y, made later on h3, becomes routable through h1" wait_for 30 serves 1 "$Y"
+destroy_on 3 "$Y"
+expect "once destroyed, h1 no longer routes $Y (404)" wait_for 30 not_routed 1 "$Y"
+
+# --- a forged catalog: a host record naming etcd's client port as its gateway ---
+FAKE=feedfacecafe
+ec() { in_ns e1 etcdctl --endpoints "$ETCD_EPS" "$@"; }
+ec put /warren/hosts/h9 "{\"name\":\"h9\",\"gateway\":\"http://$NET.11:2379\"}" >/dev/null
+ec put "/warren/owners/$FAKE" '{"host":"h9","template":"app"}' >/dev/null
+at_exit "in_ns e1 etcdctl --endpoints $ETCD_EPS del /warren/hosts/h9 /warren/owners/$FAKE >/dev/null 2>&1"
+refused() { grep -q "Refused the remote route of sandbox $FAKE" "$TM/h1/gateway.log"; }
+expect "h1's gateway refuses the forged route (its target is not a gateway's port)" \
+	wait_for 30 refused
+expect "the forged sandbox is not routed" not_routed 1 "$FAKE"
+expect "and the real remote sandbox still answers through h1" serves 1 "$X"
+ec del /warren/hosts/h9 >/dev/null
+ec del "/warren/owners/$FAKE" >/dev/null
+out=$(in_ns h1 env IPC_POKE_USER=nobody "$POKE" "$TM/h1/gwc/cluster.sock" remoteroutes \
+	"$(printf '0%.0s' $(seq 64))" "$FAKE=h2@$NET.2:$GW_PORT")
+expect "a user other than clusterd's is refused on the cluster socket ($out)" test "${out%% *}" != ok
+expect "and routes nothing" not_routed 1 "$FAKE"
+
+# --- h1's gateway restarted (its clusterd stays): clusterd pushes the table again ---
+gw1=$(awk '{print $3}' <<<"$HPIDS_1")
+kill -9 "$gw1"
+wait "$gw1" 2>/dev/null || true
+restart_gateway() {
+	local T=$TM/h1 DAEMON_NETNS
+	DAEMON_NETNS=$(ns_name h1)
+	start_host_gateway
+}
+restart_gateway
+expect "h1's restarted gateway routes h2's sandbox again" wait_for 30 serves 1 "$X"
+expect "h1's clusterd saw its gateway go and pushed again" \
+	grep -q "pushed again on reconnect" "$TM/h1/clusterd.log"
+
+# --- h2 killed: 503 for its sandbox, not a hang, then lost ---
+kill_host 2
+st=$(via 1 "$X")
+expect "h2 killed: h1 answers 503 for its sandbox at once ($st)" test "$st" = 503
+h2_lost() { [ "$(via 1 "$X")" = 503 ] && grep -q "h2 is gone" "$TM/rbody"; }
+expect "once h2's lease lapsed, h1 says its host is gone (503)" wait_for 60 h2_lost
+h2_lost_at_h3() { [ "$(via 3 "$X")" = 503 ] && grep -q "h2 is gone" "$TM/rbody"; }
+expect "h3's gateway says so too" wait_for 30 h2_lost_at_h3
+log "PASS"
