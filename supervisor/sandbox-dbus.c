@@ -114,6 +114,24 @@ method_set_timeout(sd_bus_message *m, void *ud, sd_bus_error *err)
 }
 
 static int
+method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
+	const char *tag;
+	int r = sd_bus_message_read(m, "s", &tag);
+	if (r < 0)
+		return r;
+	r = dbus_input_user_tag(tag, err);
+	if (r < 0)
+		return r;
+	if ((r = owner_check(m, ud, "snapshot", err)) < 0)
+		return r;
+	return snapshot_start(ud, m, tag, 0, false, err);
+}
+
+static int
 property_get_string(sd_bus *bus, const char *path, const char *iface, const char *prop,
 		    sd_bus_message *reply, void *ud, sd_bus_error *err)
 {

@@ -189,11 +189,11 @@ void ipc_ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, vo
 int image_open_call(const char *tag, unsigned timeout_ms, ipc_reply_fn cb, void *ud);
 int image_remove_call(const char *tag, ipc_reply_fn cb, void *ud);
 void fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error);
-int method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
-int method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err);
-int method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err);
-int method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
-int method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err);
+/* ForkTag and BranchSandbox: count children of tag's image; *op is taken, or left to the caller
+ * to answer when the fork cannot start (<0). */
+int fork_start(struct operation **op, const char *tag, unsigned count);
+/* RemoveTag: 0, or TagBusy in err while a fork or a restore holds the tag's image. */
+int tag_busy_check(const char *tag, sd_bus_error *err);
 int sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m);
 /* reclaim.c: the swap/zswap set-up through snapshotd and the host's current figures */
 int reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_bytes, bool zswap,
