@@ -201,9 +201,19 @@ int reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_by
 void reclaim_after_freeze(struct sandbox *sb);
 void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
 void sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason);
+void sandboxes_push_routes(struct supervisor *s);
+/* sandbox.c, for the features that create or end sandboxes without a D-Bus call (readopt.c):
+ * a record in the list; its removal (the forgotten hook runs); the route pushed to the gateway
+ * (cb NULL: the answer is ignored); the runtime and slot given back, then the record forgotten
+ * when forget; a stop or failure that keeps the record (and a 502 route with the reason). */
+struct sandbox *sandbox_new(struct supervisor *s, const char *id, const char *template_name);
+void sandbox_forget(struct sandbox *sb);
+void route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud);
+void sandbox_release(struct sandbox *sb, bool forget);
+void sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason);
+/* readopt.c: the records read back at start; matched with netnsd's runtimes once it answers */
 void sandboxes_load(struct supervisor *s);
 void sandboxes_reconcile(struct supervisor *s);
-void sandboxes_push_routes(struct supervisor *s);
 void sandbox_on_event(const IpcResponse *ev);
 char *sandbox_url(struct sandbox *sb);
 unsigned sandbox_count(struct supervisor *s);
