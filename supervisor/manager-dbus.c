@@ -150,6 +150,12 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (r < 0)
 		return r;
 	struct template *t = calloc(1, sizeof *t);
+	if (!t) {
+		for (size_t i = 0; argv && argv[i]; i++)
+			free(argv[i]);
+		free(argv);
+		return -ENOMEM;
+	}
 	snprintf(t->name, sizeof t->name, "%s", name);
 	if (strlen(name) >= sizeof t->name)
 		t->name[0] = '!'; /* too long: refused by the name check */
@@ -157,6 +163,10 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 	t->argv = argv;
 	for (t->argc = 0; argv && argv[t->argc]; t->argc++)
 		;
+	if (!t->rootfs) {
+		template_free(t);
+		return -ENOMEM;
+	}
 	t->port = port;
 	t->memory_limit = mem;
 	r = sd_bus_message_enter_container(m, 'a', "{sv}");
@@ -273,6 +283,8 @@ method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if ((r = tag_owner_check(m, tag, "fork", err)) < 0)
 		return r;
 	struct operation *op = operation_new(m);
+	if (!op)
+		return -ENOMEM;
 	r = fork_start(&op, tag, count);
 	if (r < 0) {
 		operation_cancel(&op); /* answered by the error returned to sd-bus */

@@ -61,6 +61,10 @@ sandboxes_load(struct supervisor *s)
 		char path[800];
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		struct sandbox *sb = sandbox_new(s, de->d_name, "");
+		if (!sb) {
+			log_error("Sandbox record %s: out of memory, not read back", path);
+			continue;
+		}
 		if (file_read_kv(path, sandbox_kv, sb) < 0) {
 			log_warning("Ignoring sandbox record %s: unreadable or not valid", path);
 			sandbox_forget(sb);
@@ -171,6 +175,11 @@ reconcile_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 			continue;
 		log_warning("Removing orphan sandbox %s", l->sandboxes[i]->id);
 		struct sandbox *sb = sandbox_new(sup, l->sandboxes[i]->id, "");
+		if (!sb) {
+			log_error("Orphan sandbox %s: out of memory, left to the next re-sync",
+				  l->sandboxes[i]->id);
+			continue;
+		}
 		sb->slot = (int)l->sandboxes[i]->slot;
 		sb->runtime_alive = true;
 		sb->state = SANDBOX_DESTROYING;

@@ -50,9 +50,15 @@ sandbox_node_enumerator(sd_bus *bus, const char *path, void *ud, char ***nodes, 
 	struct supervisor *s = ud;
 	size_t n = sandbox_count(s), i = 0;
 	char **v = calloc(n + 1, sizeof *v);
+	if (!v)
+		return -ENOMEM;
 	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
-		if (sandbox_visible(sb))
-			v[i++] = strdup(sb->path);
+		if (sandbox_visible(sb) && !(v[i++] = strdup(sb->path))) {
+			for (size_t k = 0; k < i; k++)
+				free(v[k]);
+			free(v);
+			return -ENOMEM;
+		}
 	*nodes = v;
 	return 0;
 }

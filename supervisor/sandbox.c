@@ -92,6 +92,8 @@ struct sandbox *
 sandbox_new(struct supervisor *s, const char *id, const char *template_name)
 {
 	struct sandbox *sb = calloc(1, sizeof *sb);
+	if (!sb)
+		return NULL;
 	snprintf(sb->id, sizeof sb->id, "%s", id);
 	snprintf(sb->path, sizeof sb->path, SANDBOX_PREFIX "/%s", id);
 	snprintf(sb->template_name, sizeof sb->template_name, "%s", template_name);
@@ -307,6 +309,13 @@ void
 sandbox_release(struct sandbox *sb, bool forget)
 {
 	struct release *rl = calloc(1, sizeof *rl);
+	if (!rl) {
+		/* nothing given back: the record keeps its slot and runtime, and the re-sync
+		 * after a restart (readopt.c) releases what is left */
+		log_error("Sandbox %s: out of memory, its slot %d is not released", sb->id,
+			  sb->slot);
+		return;
+	}
 	snprintf(rl->id, sizeof rl->id, "%s", sb->id);
 	rl->slot = sb->slot;
 	rl->forget = forget;
@@ -439,8 +448,10 @@ spawn(struct sandbox *sb)
 	q.rootfs = t->rootfs;
 	q.argv = t->argv;
 	q.n_argv = t->argc;
-	char **env = NULL; /* the template's env, cwd and user (template-options.c) */
-	if (template_spawn_fill(t, sb->id, &q, &env) < 0) {
+	char **env = NULL;	    /* the template's env, cwd and user (template-options.c) */
+	char *sid = strdup(sb->id); /* spawn_done's: it finds the sandbox again by id */
+	if (!sid || template_spawn_fill(t, sb->id, &q, &env) < 0) {
+		free(sid);
 		sandbox_fail(sb, SANDBOX_FAILED, "out of memory");
 		return;
 	}
@@ -455,14 +466,15 @@ spawn(struct sandbox *sb)
 	int r;
 	if (sb->image_fd >= 0) {
 		rq.spawn = &q;
-		r = netnsd_client_restore_sandbox(&rq, fds, 2, 120000, spawn_done, strdup(sb->id));
+		r = netnsd_client_restore_sandbox(&rq, fds, 2, 120000, spawn_done, sid);
 	} else {
-		r = netnsd_client_spawn_sandbox(&q, fds, 1, 120000, spawn_done, strdup(sb->id));
+		r = netnsd_client_spawn_sandbox(&q, fds, 1, 120000, spawn_done, sid);
 	}
 	for (size_t i = 0; env[i]; i++)
 		free(env[i]);
 	free(env);
 	if (r < 0) {
+		free(sid); /* not taken: spawn_done is not called */
 		sb->spawning = false;
 		sandbox_fail(sb, SANDBOX_FAILED, "netnsd is not available");
 	}
@@ -525,9 +537,15 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (!sb->standby)
 		sandbox_dbus_emit_new(sb, true);
 	sb->start_timer = evtimer_new(sup->dc.base, start_timeout, sb);
+	char *rid = strdup(sb->id); /* route_set_done's: it finds the sandbox again by id */
+	if (!sb->start_timer || !rid) {
+		free(rid);
+		sandbox_fail(sb, SANDBOX_FAILED, "out of memory");
+		return;
+	}
 	struct timeval tv = {sb->start_timeout_ms / 1000, (sb->start_timeout_ms % 1000) * 1000};
 	evtimer_add(sb->start_timer, &tv);
-	route_push(sb, route_set_done, strdup(sb->id));
+	route_push(sb, route_set_done, rid);
 }
 
 static int
@@ -546,6 +564,8 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 		sandbox_id_new(id);
 	while (sandbox_find(s, id));
 	struct sandbox *sb = sandbox_new(s, id, t->name);
+	if (!sb)
+		return sd_bus_error_set_errno(err, ENOMEM);
 	sb->backend = b;
 	sb->state = SANDBOX_CREATING;
 	sb->create_msg = m ? sd_bus_message_ref(m) : NULL;
@@ -560,8 +580,10 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
 	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
 	q.allow_outbound = t->allow_outbound;
-	int r = netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done, strdup(id));
+	char *cid = strdup(id); /* claim_done's: it finds the sandbox again by id */
+	int r = cid ? netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done, cid) : -ENOMEM;
 	if (r < 0) {
+		free(cid); /* not taken: claim_done is not called */
 		sb->create_msg = sd_bus_message_unref(sb->create_msg);
 		sb->fork_job = NULL; /* the caller reports it */
 		sandbox_forget(sb);
@@ -783,7 +805,7 @@ freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	free(f);
 }
 
-void
+int
 freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m)
 {
 	if (!freeze && sb->reclaiming) {
@@ -793,24 +815,31 @@ freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m)
 			sb->thaw_msg = sd_bus_message_ref(m);
 		else if (m)
 			sd_bus_reply_method_return(m, "");
-		return;
+		return 0;
 	}
 	struct freeze_ctx *f = calloc(1, sizeof *f);
+	if (!f)
+		return -ENOMEM; /* m, if any, is the caller's to answer */
+	f->op = operation_new(m);
+	if (m && !f->op) {
+		free(f);
+		return -ENOMEM;
+	}
 	snprintf(f->id, sizeof f->id, "%s", sb->id);
 	f->freeze = freeze;
-	f->op = operation_new(m);
 	Warren__V1__FreezeSandboxRequest q = WARREN__V1__FREEZE_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
 	q.freeze = freeze;
 	if (netnsd_client_freeze_sandbox(&q, 10000, freeze_done, f) < 0)
 		freeze_done(NULL, -ENOTCONN, NULL, 0, f);
+	return 0;
 }
 
 int
 sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m)
 {
-	freeze_request(sb, freeze, m);
-	return 1;
+	int r = freeze_request(sb, freeze, m);
+	return r < 0 ? r : 1;
 }
 
 void

@@ -99,8 +99,13 @@ fork_job_finish(struct fork_job *j)
 void
 fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error)
 {
-	if (ok) {
-		j->ids[j->n_ids++] = strdup(id);
+	char *copy = ok ? strdup(id) : NULL;
+	if (ok && !copy) {
+		/* it runs, but the answer cannot name it: it is reported as failed */
+		log_error("Fork of %s: out of memory, child %s is not reported", j->tag, id);
+		snprintf(j->error, sizeof j->error, "out of memory");
+	} else if (ok) {
+		j->ids[j->n_ids++] = copy;
 		logs_owner_set(id, operation_message(j->op));
 		sandbox_route_refresh(id);
 	} else if (error)
@@ -171,11 +176,15 @@ fork_start(struct operation **op, const char *tag, unsigned count)
 	struct fork_job *j = calloc(1, sizeof *j);
 	if (!j)
 		return -ENOMEM;
+	j->ids = calloc(count + 1, sizeof *j->ids);
+	if (!j->ids) {
+		free(j);
+		return -ENOMEM;
+	}
 	j->op = *op; /* taken; given back below when the fork cannot start */
 	*op = NULL;
 	snprintf(j->tag, sizeof j->tag, "%s", tag);
 	j->count = count;
-	j->ids = calloc(count + 1, sizeof *j->ids);
 	j->image_fd = -1;
 	j->t0 = now_usec();
 	j->next = fork_jobs;
@@ -392,9 +401,15 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 			"holds its namespace and cannot restore it after a checkpoint",
 			sb->id);
 	struct snap *sn = calloc(1, sizeof *sn);
+	if (!sn)
+		return sd_bus_error_set_errno(err, ENOMEM);
+	sn->op = operation_new(m);
+	if (m && !sn->op) {
+		free(sn);
+		return sd_bus_error_set_errno(err, ENOMEM);
+	}
 	snprintf(sn->id, sizeof sn->id, "%s", sb->id);
 	snprintf(sn->tag, sizeof sn->tag, "%s", tag);
-	sn->op = operation_new(m);
 	sn->fork_count = fork_count;
 	sn->discard_parent = discard_parent;
 	sandbox_snapshot_begin(sb);

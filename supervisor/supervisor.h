@@ -199,7 +199,8 @@ int sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m);
 int reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_bytes, bool zswap,
 		       const char *compressor, uint32_t max_pool_percent, bool undo);
 void reclaim_after_freeze(struct sandbox *sb);
-void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
+/* 0, or -ENOMEM: nothing was asked and m (if any) is the caller's to answer */
+int freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
 void sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason);
 void sandboxes_push_routes(struct supervisor *s);
 /* sandbox.c, for the features that create or end sandboxes without a D-Bus call (readopt.c):
