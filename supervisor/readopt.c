@@ -150,9 +150,9 @@ reconcile_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 			if (sb->slot < 0)
 				sb->slot = (int)info->slot;
 			if (info->frozen)
-				sandbox_set_state(sb, SANDBOX_FROZEN, NULL);
+				sandbox_transition(sb, SANDBOX_EVENT_READOPT_FROZEN, NULL);
 			else if (sb->state != SANDBOX_RUNNING)
-				sandbox_set_state(sb, SANDBOX_STARTING, NULL);
+				sandbox_transition(sb, SANDBOX_EVENT_READOPT_ALIVE, NULL);
 			log_info("Re-adopted sandbox %s (%s)", sb->id,
 				 sandbox_state_to_string(sb->state));
 			route_push(sb, NULL, NULL);

@@ -31,28 +31,6 @@ sandbox_hooks_set(const struct sandbox_hooks *h)
 	hooks = h;
 }
 
-static const char *const state_names[] = {
-	[SANDBOX_CREATING] = "creating",     [SANDBOX_STARTING] = "starting",
-	[SANDBOX_RUNNING] = "running",	     [SANDBOX_FROZEN] = "frozen",
-	[SANDBOX_EXITED] = "exited",	     [SANDBOX_FAILED] = "failed",
-	[SANDBOX_DESTROYING] = "destroying", [SANDBOX_SNAPSHOTTING] = "snapshotting",
-};
-
-const char *
-sandbox_state_to_string(enum sandbox_state s)
-{
-	return (unsigned)s < ELEMENTSOF(state_names) ? state_names[s] : "unknown";
-}
-
-int
-sandbox_state_from_string(const char *s)
-{
-	for (size_t i = 0; i < ELEMENTSOF(state_names); i++)
-		if (!strcmp(state_names[i], s))
-			return (int)i;
-	return -EINVAL;
-}
-
 struct sandbox *
 sandbox_find(struct supervisor *s, const char *id)
 {
@@ -229,7 +207,7 @@ route_remove(struct sandbox *sb)
 	gateway_client_remove_route(&q, 5000, ipc_ignore_reply, "remove_route");
 }
 
-void
+static void
 sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason)
 {
 	if (sb->state == st && !reason)
@@ -242,6 +220,20 @@ sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason)
 	if (st != SANDBOX_DESTROYING && st != SANDBOX_CREATING)
 		state_write_sandbox(sup, sb);
 	sandbox_dbus_emit_state(sb);
+}
+
+/* Every state change goes through here: the table (sandbox-state.c) says whether the sandbox's
+ * state accepts ev and what it moves to; a pair it does not list is logged and refused. */
+int
+sandbox_transition(struct sandbox *sb, enum sandbox_event ev, const char *reason)
+{
+	int st = sandbox_state_next(sb->state, ev);
+	if (st < 0)
+		return log_error_errno(st, "Sandbox %s: event %s refused in state %s", sb->id,
+				       sandbox_event_to_string(ev),
+				       sandbox_state_to_string(sb->state));
+	sandbox_set_state(sb, (enum sandbox_state)st, reason);
+	return 0;
 }
 
 /* ---- releasing what a sandbox holds in netnsd ---- */
@@ -345,7 +337,8 @@ sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
 		warm_done(sb->template_name, backend_to_string(sb->backend), false);
 	}
 	fail_create(sb, ERR("SpawnFailed"), "Sandbox failed: %s", reason);
-	sandbox_set_state(sb, st, reason);
+	sandbox_transition(sb, st == SANDBOX_EXITED ? SANDBOX_EVENT_EXITED : SANDBOX_EVENT_FAILED,
+			   reason);
 	if (sb->standby) { /* nobody will see it: give everything back */
 		sandbox_destroy(sb);
 		return;
@@ -363,7 +356,7 @@ sandbox_destroy(struct sandbox *sb)
 		return 0;
 	fault_point("destroy");
 	fail_create(sb, ERR("Destroyed"), "Sandbox %s was destroyed while starting", sb->id);
-	sandbox_set_state(sb, SANDBOX_DESTROYING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_DESTROY, NULL);
 	route_remove(sb);
 	if (sb->spawning) {
 		sb->destroy_wanted = true; /* finished when the spawn answers */
@@ -533,7 +526,7 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	sb->nsfd = fds[0];
 	sb->t_claimed_us = now_usec();
 	/* From here the sandbox is visible and persisted. */
-	sandbox_set_state(sb, SANDBOX_STARTING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_CLAIMED, NULL);
 	if (!sb->standby)
 		sandbox_dbus_emit_new(sb, true);
 	sb->start_timer = evtimer_new(sup->dc.base, start_timeout, sb);
@@ -663,7 +656,7 @@ sandbox_create_from_image(struct supervisor *s, struct template *t, const char *
 void
 sandbox_snapshot_begin(struct sandbox *sb)
 {
-	sandbox_set_state(sb, SANDBOX_SNAPSHOTTING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_SNAPSHOT_BEGIN, NULL);
 	route_push(sb, NULL, NULL);
 }
 
@@ -673,7 +666,7 @@ sandbox_snapshot_aborted(struct sandbox *sb)
 {
 	if (sb->state != SANDBOX_SNAPSHOTTING)
 		return;
-	sandbox_set_state(sb, SANDBOX_RUNNING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_SNAPSHOT_ABORTED, NULL);
 	route_push(sb, NULL, NULL);
 }
 
@@ -690,7 +683,7 @@ sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t paus
 	sb->image_fd = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
 	snprintf(sb->restoring_tag, sizeof sb->restoring_tag, "%s", tag);
 	sb->t_pause_us = pause_started;
-	sandbox_set_state(sb, SANDBOX_STARTING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_RESTORE, NULL);
 	route_push(sb, NULL, NULL);
 	spawn(sb);
 }
@@ -719,7 +712,7 @@ sandbox_ready(struct sandbox *sb)
 	}
 	if (sb->start_timer)
 		evtimer_del(sb->start_timer);
-	sandbox_set_state(sb, SANDBOX_RUNNING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_READY, NULL);
 	reply_create(sb);
 	if (sb->warmer)
 		warm_sandbox_ready(sb);
@@ -792,7 +785,8 @@ freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	ipc_close_fds(fds, n_fds);
 	struct sandbox *sb = sandbox_find(sup, f->id);
 	if (r == 0 && sb && (sb->state == SANDBOX_RUNNING || sb->state == SANDBOX_FROZEN)) {
-		sandbox_set_state(sb, f->freeze ? SANDBOX_FROZEN : SANDBOX_RUNNING, NULL);
+		sandbox_transition(sb, f->freeze ? SANDBOX_EVENT_FROZEN : SANDBOX_EVENT_THAWED,
+				   NULL);
 		route_push(sb, NULL, NULL);
 		if (f->freeze)
 			reclaim_after_freeze(sb);

@@ -12,6 +12,7 @@
 #include "ipc-client.h"
 #include "names.h"
 #include "operation.h"
+#include "sandbox-state.h"
 
 #define BUS_NAME "org.warren.Warren1"
 #define MANAGER_PATH "/org/warren/Warren1"
@@ -44,19 +45,7 @@ struct template
 	struct template *next;
 };
 
-enum sandbox_state {
-	SANDBOX_CREATING,
-	SANDBOX_STARTING,
-	SANDBOX_RUNNING,
-	SANDBOX_FROZEN,
-	SANDBOX_EXITED,
-	SANDBOX_FAILED,
-	SANDBOX_DESTROYING,
-	SANDBOX_SNAPSHOTTING,
-};
 struct fork_job;
-const char *sandbox_state_to_string(enum sandbox_state s);
-int sandbox_state_from_string(const char *s);
 
 struct sandbox {
 	char id[SANDBOX_ID_LEN + 1];
@@ -201,7 +190,9 @@ int reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_by
 void reclaim_after_freeze(struct sandbox *sb);
 /* 0, or -ENOMEM: nothing was asked and m (if any) is the caller's to answer */
 int freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
-void sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason);
+/* The one way a sandbox's state changes: 0, or -EINVAL (logged) when its state does not accept
+ * ev (sandbox-state.c's table). */
+int sandbox_transition(struct sandbox *sb, enum sandbox_event ev, const char *reason);
 void sandboxes_push_routes(struct supervisor *s);
 /* sandbox.c, for the features that create or end sandboxes without a D-Bus call (readopt.c):
  * a record in the list; its removal (the forgotten hook runs); the route pushed to the gateway
