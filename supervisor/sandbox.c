@@ -31,6 +31,14 @@ sandbox_hooks_set(const struct sandbox_hooks *h)
 	hooks = h;
 }
 
+/* The D-Bus layer's signals, through the hooks main.c registers: sandbox.c calls nothing above. */
+static void
+announce(struct sandbox *sb, bool added)
+{
+	if (hooks && hooks->announced)
+		hooks->announced(sb, added);
+}
+
 struct sandbox *
 sandbox_find(struct supervisor *s, const char *id)
 {
@@ -219,7 +227,8 @@ sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason)
 		 reason ? reason : "");
 	if (st != SANDBOX_DESTROYING && st != SANDBOX_CREATING)
 		state_write_sandbox(sup, sb);
-	sandbox_dbus_emit_state(sb);
+	if (hooks && hooks->state_changed)
+		hooks->state_changed(sb);
 }
 
 /* Every state change goes through here: the table (sandbox-state.c) says whether the sandbox's
@@ -250,7 +259,7 @@ release_finish(struct release *rl)
 	struct sandbox *sb = sandbox_find(sup, rl->id);
 	if (rl->forget && sb) {
 		state_remove_sandbox(sup, sb->id);
-		sandbox_dbus_emit_new(sb, false);
+		announce(sb, false);
 		log_info("Sandbox %s removed", sb->id);
 		sandbox_forget(sb);
 	}
@@ -528,7 +537,7 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	/* From here the sandbox is visible and persisted. */
 	sandbox_transition(sb, SANDBOX_EVENT_CLAIMED, NULL);
 	if (!sb->standby)
-		sandbox_dbus_emit_new(sb, true);
+		announce(sb, true);
 	sb->start_timer = evtimer_new(sup->dc.base, start_timeout, sb);
 	char *rid = strdup(sb->id); /* route_set_done's: it finds the sandbox again by id */
 	if (!sb->start_timer || !rid) {
@@ -638,7 +647,7 @@ sandbox_take_standby(struct sandbox *sb, sd_bus_message *m)
 	sb->created_usec = realtime_usec();
 	sb->t_create_us = now_usec();
 	state_write_sandbox(sup, sb);
-	sandbox_dbus_emit_new(sb, true);
+	announce(sb, true);
 	_cleanup_free_ char *url = sandbox_url(sb);
 	sd_bus_reply_method_return(m, "sos", sb->id, sb->path, url ? url : "");
 	log_info("Sandbox %s: taken from the standby sandboxes of %s", sb->id, sb->template_name);

@@ -126,6 +126,10 @@ extern const char *template_importd_socket;
  * is called when a sandbox's record goes for good (destroyed, or never came up). */
 struct sandbox_hooks {
 	void (*forgotten)(const struct sandbox *sb);
+	/* its state or reason changed (sandbox-dbus.c: StateChanged, PropertiesChanged) */
+	void (*state_changed)(struct sandbox *sb);
+	/* it appears on D-Bus (added) or leaves it (sandbox-dbus.c: SandboxNew, SandboxRemoved) */
+	void (*announced)(struct sandbox *sb, bool added);
 };
 void sandbox_hooks_set(const struct sandbox_hooks *h);
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
