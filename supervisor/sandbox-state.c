@@ -34,81 +34,89 @@ static const char *const event_names[] = {
 /* next[state][event]: the new state + 1; 0 is "refused" (so unlisted pairs are refused). */
 #define TO(s) ((unsigned char)((s) + 1))
 static const unsigned char next[_SANDBOX_STATE_MAX][_SANDBOX_EVENT_MAX] = {
-	[SANDBOX_CREATING] = {
-		[SANDBOX_EVENT_CLAIMED] = TO(SANDBOX_STARTING),
-		/* late: sandbox_fail has no guard; only an exit event for an id netnsd does not
-		 * run yet could raise it before the claim is answered */
-		[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-		[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
-		/* RemoveTemplate, a warm create given up: the record is forgotten at once */
-		[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-	},
-	[SANDBOX_STARTING] = {
-		[SANDBOX_EVENT_READY] = TO(SANDBOX_RUNNING),
-		[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-		[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
-		[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-		/* late: netnsd restarted during the snapshot and readopt.c moved it (also from
-		 * RUNNING and FROZEN below): sandbox_restore refuses only DESTROYING */
-		[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
-		[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
-		[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
-	},
-	[SANDBOX_RUNNING] = {
-		[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-		[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
-		[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-		[SANDBOX_EVENT_FROZEN] = TO(SANDBOX_FROZEN),
-		/* a Thaw answered while it runs: no change */
-		[SANDBOX_EVENT_THAWED] = TO(SANDBOX_RUNNING),
-		[SANDBOX_EVENT_SNAPSHOT_BEGIN] = TO(SANDBOX_SNAPSHOTTING),
-		[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING), /* late, see STARTING */
-		[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
-		/* READOPT_ALIVE: readopt.c leaves a running sandbox as it is */
-	},
-	[SANDBOX_FROZEN] = {
-		[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-		[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
-		[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-		[SANDBOX_EVENT_FROZEN] = TO(SANDBOX_FROZEN),
-		[SANDBOX_EVENT_THAWED] = TO(SANDBOX_RUNNING),
-		[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING), /* late, see STARTING */
-		[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
-		/* netnsd runs it thawed: the gateway probes it again */
-		[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
-	},
-	[SANDBOX_EXITED] = {
-		/* late: an exit event after the first (sandbox_fail has no guard) */
-		[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-		[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
-		[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-		/* late: it exited while its snapshot was written, and is restored after */
-		[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
-		/* a runtime that came up while its answer was lost (readopt.c) */
-		[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
-		[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
-	},
-	[SANDBOX_FAILED] = {
-		/* late: a failure after the first (a spawn answered after the start timeout) */
-		[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-		[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
-		[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-		/* late: it failed while its snapshot was written, and is restored after */
-		[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
-		[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
-		[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
-	},
+	[SANDBOX_CREATING] =
+		{
+			[SANDBOX_EVENT_CLAIMED] = TO(SANDBOX_STARTING),
+			/* late: sandbox_fail has no guard; only an exit event for an id netnsd does
+			 * not run yet could raise it before the claim is answered */
+			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
+			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
+			/* RemoveTemplate, a warm create given up: forgotten at once */
+			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
+		},
+	[SANDBOX_STARTING] =
+		{
+			[SANDBOX_EVENT_READY] = TO(SANDBOX_RUNNING),
+			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
+			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
+			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
+			/* late: netnsd restarted during the snapshot and readopt.c moved it (also
+			 * from RUNNING and FROZEN): sandbox_restore refuses only DESTROYING */
+			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
+			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
+			[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
+		},
+	[SANDBOX_RUNNING] =
+		{
+			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
+			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
+			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
+			[SANDBOX_EVENT_FROZEN] = TO(SANDBOX_FROZEN),
+			/* a Thaw answered while it runs: no change */
+			[SANDBOX_EVENT_THAWED] = TO(SANDBOX_RUNNING),
+			[SANDBOX_EVENT_SNAPSHOT_BEGIN] = TO(SANDBOX_SNAPSHOTTING),
+			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING), /* late, see STARTING */
+			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
+			/* READOPT_ALIVE: readopt.c leaves a running sandbox as it is */
+		},
+	[SANDBOX_FROZEN] =
+		{
+			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
+			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
+			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
+			[SANDBOX_EVENT_FROZEN] = TO(SANDBOX_FROZEN),
+			[SANDBOX_EVENT_THAWED] = TO(SANDBOX_RUNNING),
+			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING), /* late, see STARTING */
+			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
+			/* netnsd runs it thawed: the gateway probes it again */
+			[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
+		},
+	[SANDBOX_EXITED] =
+		{
+			/* late: an exit event after the first (sandbox_fail has no guard) */
+			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
+			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
+			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
+			/* late: it exited while its snapshot was written, and is restored after */
+			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
+			/* a runtime that came up while its answer was lost (readopt.c) */
+			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
+			[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
+		},
+	[SANDBOX_FAILED] =
+		{
+			/* late: a failure after the first (a spawn answered after the start
+			   timeout) */
+			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
+			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
+			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
+			/* late: it failed while its snapshot was written, and is restored after */
+			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
+			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
+			[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
+		},
 	/* DESTROYING accepts nothing: sandbox_destroy ignores a second Destroy before asking */
 	[SANDBOX_DESTROYING] = {},
-	[SANDBOX_SNAPSHOTTING] = {
-		[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-		[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
-		[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-		[SANDBOX_EVENT_SNAPSHOT_ABORTED] = TO(SANDBOX_RUNNING),
-		[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
-		[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
-		[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
-	},
+	[SANDBOX_SNAPSHOTTING] =
+		{
+			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
+			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
+			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
+			[SANDBOX_EVENT_SNAPSHOT_ABORTED] = TO(SANDBOX_RUNNING),
+			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
+			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
+			[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
+		},
 };
 
 const char *

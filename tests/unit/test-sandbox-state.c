@@ -142,7 +142,7 @@ test_out_of_range(void **state)
 {
 	assert_int_equal(sandbox_state_next(_SANDBOX_STATE_MAX, SANDBOX_EVENT_DESTROY), -EINVAL);
 	assert_int_equal(sandbox_state_next(R, _SANDBOX_EVENT_MAX), -EINVAL);
-	assert_int_equal(sandbox_state_next((enum sandbox_state)-1, 0), -EINVAL);
+	assert_int_equal(sandbox_state_next((enum sandbox_state)(-1), 0), -EINVAL);
 	assert_string_equal(sandbox_state_to_string(_SANDBOX_STATE_MAX), "unknown");
 	assert_string_equal(sandbox_event_to_string(_SANDBOX_EVENT_MAX), "unknown");
 }
@@ -169,8 +169,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_pair),    cmocka_unit_test(test_list_unique),
-		cmocka_unit_test(test_invariants),    cmocka_unit_test(test_out_of_range),
+		cmocka_unit_test(test_every_pair),	 cmocka_unit_test(test_list_unique),
+		cmocka_unit_test(test_invariants),	 cmocka_unit_test(test_out_of_range),
 		cmocka_unit_test(test_names_round_trip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
