@@ -65,7 +65,8 @@ helper_connected(int which)
 		sandboxes_push_routes(sup);
 }
 
-/* What sandbox.c hands up: a sandbox gone for good takes its lifetime with it. */
+/* What sandbox.c hands up: a sandbox gone for good takes its lifetime with it; its state
+ * changes and its appearing or leaving are signalled by sandbox-dbus.c (sandbox_hooks below). */
 static void
 sandbox_forgotten(const struct sandbox *sb)
 {
@@ -74,6 +75,8 @@ sandbox_forgotten(const struct sandbox *sb)
 
 static const struct sandbox_hooks sandbox_hooks = {
 	.forgotten = sandbox_forgotten,
+	.state_changed = sandbox_dbus_emit_state,
+	.announced = sandbox_dbus_emit_new,
 };
 
 static const struct helper_hooks helper_hooks = {

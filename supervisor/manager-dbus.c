@@ -4,6 +4,8 @@
 #include "log.h"
 #include "macro.h"
 #include "dbus-input.h"
+#include "owner.h"
+#include "snapshotd-client.h"
 #include "supervisor.h"
 
 #include <string.h>
@@ -148,6 +150,12 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (r < 0)
 		return r;
 	struct template *t = calloc(1, sizeof *t);
+	if (!t) {
+		for (size_t i = 0; argv && argv[i]; i++)
+			free(argv[i]);
+		free(argv);
+		return -ENOMEM;
+	}
 	snprintf(t->name, sizeof t->name, "%s", name);
 	if (strlen(name) >= sizeof t->name)
 		t->name[0] = '!'; /* too long: refused by the name check */
@@ -155,6 +163,10 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 	t->argv = argv;
 	for (t->argc = 0; argv && argv[t->argc]; t->argc++)
 		;
+	if (!t->rootfs) {
+		template_free(t);
+		return -ENOMEM;
+	}
 	t->port = port;
 	t->memory_limit = mem;
 	r = sd_bus_message_enter_container(m, 'a', "{sv}");
@@ -248,6 +260,161 @@ method_undo_reclaim(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s",
 					 strerror(-r));
 	return r;
+}
+
+/* ---- tags: ForkTag, BranchSandbox, ListTags, RemoveTag (the feature is snapshot.c) ---- */
+
+static int
+method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
+	const char *tag;
+	uint32_t count;
+	int r = sd_bus_message_read(m, "su", &tag, &count);
+	if (r < 0)
+		return r;
+	r = dbus_input_user_tag(tag, err);
+	if (r < 0)
+		return r;
+	if (count < 1 || count > 200)
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
+	if ((r = tag_owner_check(m, tag, "fork", err)) < 0)
+		return r;
+	struct operation *op = operation_new(m);
+	if (!op)
+		return -ENOMEM;
+	r = fork_start(&op, tag, count);
+	if (r < 0) {
+		operation_cancel(&op); /* answered by the error returned to sd-bus */
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s",
+					 strerror(-r));
+	}
+	return 1;
+}
+
+static int
+method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
+	const char *id, *tag;
+	uint32_t count;
+	int r = sd_bus_message_read(m, "ssu", &id, &tag, &count);
+	if (r < 0)
+		return r;
+	r = dbus_input_user_tag(tag, err);
+	if (r < 0)
+		return r;
+	struct sandbox *sb = sandbox_find(sup, id);
+	if (!sb || !sandbox_visible(sb))
+		return sd_bus_error_setf(err, ERR("NoSuchSandbox"), "No sandbox %s", id);
+	if ((r = owner_check(m, sb, "branch", err)) < 0)
+		return r;
+	if (count < 1 || count > 200)
+		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
+	return snapshot_start(sb, m, tag, count, false, err);
+}
+
+static void
+list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct operation *op = ud;
+	ipc_close_fds(fds, n_fds);
+	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_LIST_IMAGES) {
+		operation_error(&op, ERR("HelperUnavailable"), "snapshotd: %s",
+				helper_message(resp, strerror(-r)));
+	} else {
+		sd_bus_message *reply = NULL;
+		operation_new_return(op, &reply);
+		sd_bus_message_open_container(reply, 'a', "(sstbts)");
+		for (size_t i = 0; i < resp->list_images->n_images; i++) {
+			const Warren__V1__ImageInfo *im = resp->list_images->images[i];
+			sd_bus_message_append(reply, "(sstbts)", im->name, im->template_name,
+					      im->size, im->compressed, im->created_usec,
+					      im->parent);
+		}
+		sd_bus_message_close_container(reply);
+		operation_send(&op, reply);
+		sd_bus_message_unref(reply);
+	}
+	operation_cancel(&op); /* answered, or the answer could not be sent */
+}
+
+static int
+method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
+	Warren__V1__ListImagesRequest q = WARREN__V1__LIST_IMAGES_REQUEST__INIT;
+	struct operation *op = operation_new(m);
+	if (!op)
+		return -ENOMEM;
+	if (snapshotd_client_list_images(&q, 10000, list_tags_done, op) < 0) {
+		operation_cancel(&op);
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
+					 "snapshotd is not connected");
+	}
+	return 1;
+}
+
+struct remove_tag {
+	struct operation *op;
+	char tag[33];
+};
+
+static void
+remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct remove_tag *rt = ud;
+	ipc_close_fds(fds, n_fds);
+	if (r < 0)
+		operation_error(&rt->op, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"),
+				"%s", helper_message(resp, strerror(-r)));
+	else {
+		tag_owner_remove(rt->tag);
+		operation_return(&rt->op, "");
+	}
+	free(rt);
+}
+
+static int
+method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
+	const char *tag;
+	int r = sd_bus_message_read(m, "s", &tag);
+	if (r < 0)
+		return r;
+	/* A warm template's image may be dropped (the next create takes it again), and only that:
+	 * any other warm- name is refused like a Snapshot to it would be. */
+	if (!tag_reserved(tag) || !warm_tag_owner(tag)) {
+		r = dbus_input_user_tag(tag, err);
+		if (r < 0)
+			return r;
+		if ((r = tag_owner_check(m, tag, "remove", err)) < 0)
+			return r;
+	}
+	if ((r = tag_busy_check(tag, err)) < 0)
+		return r;
+	struct remove_tag *rt = calloc(1, sizeof *rt);
+	if (!rt || !(rt->op = operation_new(m))) {
+		free(rt);
+		return -ENOMEM;
+	}
+	snprintf(rt->tag, sizeof rt->tag, "%s", tag);
+	if (image_remove_call(tag, remove_tag_done, rt) < 0) {
+		operation_cancel(&rt->op);
+		free(rt);
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
+					 "snapshotd is not connected");
+	}
+	return 1;
 }
 
 /* Swap and zswap figures are the host's, read here (they are world-readable). */

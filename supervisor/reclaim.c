@@ -40,7 +40,9 @@ reclaim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (sb->thaw_pending) {
 		sb->thaw_pending = false;
 		sd_bus_message *m = TAKE_PTR(sb->thaw_msg);
-		freeze_request(sb, false, m);
+		int r2 = freeze_request(sb, false, m);
+		if (r2 < 0 && m)
+			sd_bus_reply_method_errno(m, -r2, NULL);
 		sd_bus_message_unref(m);
 	}
 }

@@ -50,9 +50,15 @@ sandbox_node_enumerator(sd_bus *bus, const char *path, void *ud, char ***nodes, 
 	struct supervisor *s = ud;
 	size_t n = sandbox_count(s), i = 0;
 	char **v = calloc(n + 1, sizeof *v);
+	if (!v)
+		return -ENOMEM;
 	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
-		if (sandbox_visible(sb))
-			v[i++] = strdup(sb->path);
+		if (sandbox_visible(sb) && !(v[i++] = strdup(sb->path))) {
+			for (size_t k = 0; k < i; k++)
+				free(v[k]);
+			free(v);
+			return -ENOMEM;
+		}
 	*nodes = v;
 	return 0;
 }
@@ -111,6 +117,24 @@ method_set_timeout(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if ((r = lifetime_set(sb, seconds, action, err)) < 0)
 		return r;
 	return sd_bus_reply_method_return(m, "");
+}
+
+static int
+method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int rc_ = dbus_input_check(m, err);
+	if (rc_ < 0)
+		return rc_;
+	const char *tag;
+	int r = sd_bus_message_read(m, "s", &tag);
+	if (r < 0)
+		return r;
+	r = dbus_input_user_tag(tag, err);
+	if (r < 0)
+		return r;
+	if ((r = owner_check(m, ud, "snapshot", err)) < 0)
+		return r;
+	return snapshot_start(ud, m, tag, 0, false, err);
 }
 
 static int

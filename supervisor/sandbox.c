@@ -1,9 +1,9 @@
 /* Sandbox lifecycle in the supervisor: the state machine, the create flow (claim a slot from
  * netnsd -> route in the gateway -> reply -> spawn in netnsd -> ready from the gateway's probe),
- * exits, destroy, exec, freeze/thaw, persistence and re-adoption after a restart. */
+ * exits, destroy, exec, freeze/thaw. Records are written by state-file.c and read back, with the
+ * runtimes netnsd still runs re-adopted, by readopt.c. */
 #include "fault.h"
 #include "clock.h"
-#include "fileio.h"
 #include "log.h"
 #include "netnsd-client.h"
 #include "gateway-client.h"
@@ -14,7 +14,6 @@
 #include "metrics.h"
 #include "supervisor.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,26 +31,12 @@ sandbox_hooks_set(const struct sandbox_hooks *h)
 	hooks = h;
 }
 
-static const char *const state_names[] = {
-	[SANDBOX_CREATING] = "creating",     [SANDBOX_STARTING] = "starting",
-	[SANDBOX_RUNNING] = "running",	     [SANDBOX_FROZEN] = "frozen",
-	[SANDBOX_EXITED] = "exited",	     [SANDBOX_FAILED] = "failed",
-	[SANDBOX_DESTROYING] = "destroying", [SANDBOX_SNAPSHOTTING] = "snapshotting",
-};
-
-const char *
-sandbox_state_to_string(enum sandbox_state s)
+/* The D-Bus layer's signals, through the hooks main.c registers: sandbox.c calls nothing above. */
+static void
+announce(struct sandbox *sb, bool added)
 {
-	return (unsigned)s < ELEMENTSOF(state_names) ? state_names[s] : "unknown";
-}
-
-int
-sandbox_state_from_string(const char *s)
-{
-	for (size_t i = 0; i < ELEMENTSOF(state_names); i++)
-		if (!strcmp(state_names[i], s))
-			return (int)i;
-	return -EINVAL;
+	if (hooks && hooks->announced)
+		hooks->announced(sb, added);
 }
 
 struct sandbox *
@@ -89,10 +74,12 @@ sandbox_url(struct sandbox *sb)
 	return url;
 }
 
-static struct sandbox *
+struct sandbox *
 sandbox_new(struct supervisor *s, const char *id, const char *template_name)
 {
 	struct sandbox *sb = calloc(1, sizeof *sb);
+	if (!sb)
+		return NULL;
 	snprintf(sb->id, sizeof sb->id, "%s", id);
 	snprintf(sb->path, sizeof sb->path, SANDBOX_PREFIX "/%s", id);
 	snprintf(sb->template_name, sizeof sb->template_name, "%s", template_name);
@@ -107,7 +94,7 @@ sandbox_new(struct supervisor *s, const char *id, const char *template_name)
 	return sb;
 }
 
-static void
+void
 sandbox_forget(struct sandbox *sb)
 {
 	for (struct sandbox **pp = &sup->sandboxes; *pp; pp = &(*pp)->next)
@@ -170,7 +157,7 @@ ipc_ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *u
 }
 
 /* Tell the gateway how to reach the sandbox and in which state it is. */
-static void
+void
 route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud)
 {
 	struct template *t = template_find(sup, sb->template_name);
@@ -228,7 +215,7 @@ route_remove(struct sandbox *sb)
 	gateway_client_remove_route(&q, 5000, ipc_ignore_reply, "remove_route");
 }
 
-void
+static void
 sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason)
 {
 	if (sb->state == st && !reason)
@@ -240,7 +227,22 @@ sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason)
 		 reason ? reason : "");
 	if (st != SANDBOX_DESTROYING && st != SANDBOX_CREATING)
 		state_write_sandbox(sup, sb);
-	sandbox_dbus_emit_state(sb);
+	if (hooks && hooks->state_changed)
+		hooks->state_changed(sb);
+}
+
+/* Every state change goes through here: the table (sandbox-state.c) says whether the sandbox's
+ * state accepts ev and what it moves to; a pair it does not list is logged and refused. */
+int
+sandbox_transition(struct sandbox *sb, enum sandbox_event ev, const char *reason)
+{
+	int st = sandbox_state_next(sb->state, ev);
+	if (st < 0)
+		return log_error_errno(st, "Sandbox %s: event %s refused in state %s", sb->id,
+				       sandbox_event_to_string(ev),
+				       sandbox_state_to_string(sb->state));
+	sandbox_set_state(sb, (enum sandbox_state)st, reason);
+	return 0;
 }
 
 /* ---- releasing what a sandbox holds in netnsd ---- */
@@ -257,7 +259,7 @@ release_finish(struct release *rl)
 	struct sandbox *sb = sandbox_find(sup, rl->id);
 	if (rl->forget && sb) {
 		state_remove_sandbox(sup, sb->id);
-		sandbox_dbus_emit_new(sb, false);
+		announce(sb, false);
 		log_info("Sandbox %s removed", sb->id);
 		sandbox_forget(sb);
 	}
@@ -304,10 +306,17 @@ destroy_runtime_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, voi
 }
 
 /* Give back the runtime and the slot; then forget the sandbox if asked. */
-static void
+void
 sandbox_release(struct sandbox *sb, bool forget)
 {
 	struct release *rl = calloc(1, sizeof *rl);
+	if (!rl) {
+		/* nothing given back: the record keeps its slot and runtime, and the re-sync
+		 * after a restart (readopt.c) releases what is left */
+		log_error("Sandbox %s: out of memory, its slot %d is not released", sb->id,
+			  sb->slot);
+		return;
+	}
 	snprintf(rl->id, sizeof rl->id, "%s", sb->id);
 	rl->slot = sb->slot;
 	rl->forget = forget;
@@ -329,7 +338,7 @@ sandbox_release(struct sandbox *sb, bool forget)
 
 /* The sandbox stopped on its own or could not start: keep the record (and a route answering
  * 502 with the reason) until Destroy(), give back everything else. */
-static void
+void
 sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
 {
 	if (sb->warmer) {
@@ -337,7 +346,8 @@ sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
 		warm_done(sb->template_name, backend_to_string(sb->backend), false);
 	}
 	fail_create(sb, ERR("SpawnFailed"), "Sandbox failed: %s", reason);
-	sandbox_set_state(sb, st, reason);
+	sandbox_transition(sb, st == SANDBOX_EXITED ? SANDBOX_EVENT_EXITED : SANDBOX_EVENT_FAILED,
+			   reason);
 	if (sb->standby) { /* nobody will see it: give everything back */
 		sandbox_destroy(sb);
 		return;
@@ -355,7 +365,7 @@ sandbox_destroy(struct sandbox *sb)
 		return 0;
 	fault_point("destroy");
 	fail_create(sb, ERR("Destroyed"), "Sandbox %s was destroyed while starting", sb->id);
-	sandbox_set_state(sb, SANDBOX_DESTROYING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_DESTROY, NULL);
 	route_remove(sb);
 	if (sb->spawning) {
 		sb->destroy_wanted = true; /* finished when the spawn answers */
@@ -440,8 +450,10 @@ spawn(struct sandbox *sb)
 	q.rootfs = t->rootfs;
 	q.argv = t->argv;
 	q.n_argv = t->argc;
-	char **env = NULL; /* the template's env, cwd and user (template-options.c) */
-	if (template_spawn_fill(t, sb->id, &q, &env) < 0) {
+	char **env = NULL;	    /* the template's env, cwd and user (template-options.c) */
+	char *sid = strdup(sb->id); /* spawn_done's: it finds the sandbox again by id */
+	if (!sid || template_spawn_fill(t, sb->id, &q, &env) < 0) {
+		free(sid);
 		sandbox_fail(sb, SANDBOX_FAILED, "out of memory");
 		return;
 	}
@@ -456,14 +468,15 @@ spawn(struct sandbox *sb)
 	int r;
 	if (sb->image_fd >= 0) {
 		rq.spawn = &q;
-		r = netnsd_client_restore_sandbox(&rq, fds, 2, 120000, spawn_done, strdup(sb->id));
+		r = netnsd_client_restore_sandbox(&rq, fds, 2, 120000, spawn_done, sid);
 	} else {
-		r = netnsd_client_spawn_sandbox(&q, fds, 1, 120000, spawn_done, strdup(sb->id));
+		r = netnsd_client_spawn_sandbox(&q, fds, 1, 120000, spawn_done, sid);
 	}
 	for (size_t i = 0; env[i]; i++)
 		free(env[i]);
 	free(env);
 	if (r < 0) {
+		free(sid); /* not taken: spawn_done is not called */
 		sb->spawning = false;
 		sandbox_fail(sb, SANDBOX_FAILED, "netnsd is not available");
 	}
@@ -522,13 +535,19 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	sb->nsfd = fds[0];
 	sb->t_claimed_us = now_usec();
 	/* From here the sandbox is visible and persisted. */
-	sandbox_set_state(sb, SANDBOX_STARTING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_CLAIMED, NULL);
 	if (!sb->standby)
-		sandbox_dbus_emit_new(sb, true);
+		announce(sb, true);
 	sb->start_timer = evtimer_new(sup->dc.base, start_timeout, sb);
+	char *rid = strdup(sb->id); /* route_set_done's: it finds the sandbox again by id */
+	if (!sb->start_timer || !rid) {
+		free(rid);
+		sandbox_fail(sb, SANDBOX_FAILED, "out of memory");
+		return;
+	}
 	struct timeval tv = {sb->start_timeout_ms / 1000, (sb->start_timeout_ms % 1000) * 1000};
 	evtimer_add(sb->start_timer, &tv);
-	route_push(sb, route_set_done, strdup(sb->id));
+	route_push(sb, route_set_done, rid);
 }
 
 static int
@@ -547,6 +566,8 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 		sandbox_id_new(id);
 	while (sandbox_find(s, id));
 	struct sandbox *sb = sandbox_new(s, id, t->name);
+	if (!sb)
+		return sd_bus_error_set_errno(err, ENOMEM);
 	sb->backend = b;
 	sb->state = SANDBOX_CREATING;
 	sb->create_msg = m ? sd_bus_message_ref(m) : NULL;
@@ -561,8 +582,10 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
 	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
 	q.allow_outbound = t->allow_outbound;
-	int r = netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done, strdup(id));
+	char *cid = strdup(id); /* claim_done's: it finds the sandbox again by id */
+	int r = cid ? netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done, cid) : -ENOMEM;
 	if (r < 0) {
+		free(cid); /* not taken: claim_done is not called */
 		sb->create_msg = sd_bus_message_unref(sb->create_msg);
 		sb->fork_job = NULL; /* the caller reports it */
 		sandbox_forget(sb);
@@ -624,7 +647,7 @@ sandbox_take_standby(struct sandbox *sb, sd_bus_message *m)
 	sb->created_usec = realtime_usec();
 	sb->t_create_us = now_usec();
 	state_write_sandbox(sup, sb);
-	sandbox_dbus_emit_new(sb, true);
+	announce(sb, true);
 	_cleanup_free_ char *url = sandbox_url(sb);
 	sd_bus_reply_method_return(m, "sos", sb->id, sb->path, url ? url : "");
 	log_info("Sandbox %s: taken from the standby sandboxes of %s", sb->id, sb->template_name);
@@ -642,7 +665,7 @@ sandbox_create_from_image(struct supervisor *s, struct template *t, const char *
 void
 sandbox_snapshot_begin(struct sandbox *sb)
 {
-	sandbox_set_state(sb, SANDBOX_SNAPSHOTTING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_SNAPSHOT_BEGIN, NULL);
 	route_push(sb, NULL, NULL);
 }
 
@@ -652,7 +675,7 @@ sandbox_snapshot_aborted(struct sandbox *sb)
 {
 	if (sb->state != SANDBOX_SNAPSHOTTING)
 		return;
-	sandbox_set_state(sb, SANDBOX_RUNNING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_SNAPSHOT_ABORTED, NULL);
 	route_push(sb, NULL, NULL);
 }
 
@@ -669,7 +692,7 @@ sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t paus
 	sb->image_fd = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
 	snprintf(sb->restoring_tag, sizeof sb->restoring_tag, "%s", tag);
 	sb->t_pause_us = pause_started;
-	sandbox_set_state(sb, SANDBOX_STARTING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_RESTORE, NULL);
 	route_push(sb, NULL, NULL);
 	spawn(sb);
 }
@@ -698,7 +721,7 @@ sandbox_ready(struct sandbox *sb)
 	}
 	if (sb->start_timer)
 		evtimer_del(sb->start_timer);
-	sandbox_set_state(sb, SANDBOX_RUNNING, NULL);
+	sandbox_transition(sb, SANDBOX_EVENT_READY, NULL);
 	reply_create(sb);
 	if (sb->warmer)
 		warm_sandbox_ready(sb);
@@ -771,7 +794,8 @@ freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	ipc_close_fds(fds, n_fds);
 	struct sandbox *sb = sandbox_find(sup, f->id);
 	if (r == 0 && sb && (sb->state == SANDBOX_RUNNING || sb->state == SANDBOX_FROZEN)) {
-		sandbox_set_state(sb, f->freeze ? SANDBOX_FROZEN : SANDBOX_RUNNING, NULL);
+		sandbox_transition(sb, f->freeze ? SANDBOX_EVENT_FROZEN : SANDBOX_EVENT_THAWED,
+				   NULL);
 		route_push(sb, NULL, NULL);
 		if (f->freeze)
 			reclaim_after_freeze(sb);
@@ -784,7 +808,7 @@ freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	free(f);
 }
 
-void
+int
 freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m)
 {
 	if (!freeze && sb->reclaiming) {
@@ -794,197 +818,31 @@ freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m)
 			sb->thaw_msg = sd_bus_message_ref(m);
 		else if (m)
 			sd_bus_reply_method_return(m, "");
-		return;
+		return 0;
 	}
 	struct freeze_ctx *f = calloc(1, sizeof *f);
+	if (!f)
+		return -ENOMEM; /* m, if any, is the caller's to answer */
+	f->op = operation_new(m);
+	if (m && !f->op) {
+		free(f);
+		return -ENOMEM;
+	}
 	snprintf(f->id, sizeof f->id, "%s", sb->id);
 	f->freeze = freeze;
-	f->op = operation_new(m);
 	Warren__V1__FreezeSandboxRequest q = WARREN__V1__FREEZE_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
 	q.freeze = freeze;
 	if (netnsd_client_freeze_sandbox(&q, 10000, freeze_done, f) < 0)
 		freeze_done(NULL, -ENOTCONN, NULL, 0, f);
+	return 0;
 }
 
 int
 sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m)
 {
-	freeze_request(sb, freeze, m);
-	return 1;
-}
-
-/* ---- restart safety ---- */
-
-/* Every field is checked again on load: a record no supervisor wrote is refused, not applied. */
-static int
-sandbox_kv(const char *k, const char *v, void *ud)
-{
-	struct sandbox *sb = ud;
-	if (!strcmp(k, "template")) {
-		if (v[0] && !template_name_valid(v))
-			return -EBADMSG;
-		snprintf(sb->template_name, sizeof sb->template_name, "%s", v);
-	} else if (!strcmp(k, "backend")) {
-		if (v[0] && backend_from_string(v) < 0)
-			return -EBADMSG;
-		sb->backend = v[0] ? backend_from_string(v) : BACKEND_GVISOR;
-	} else if (!strcmp(k, "address") &&
-		   (strlen(v) >= sizeof sb->address || strspn(v, "0123456789.") != strlen(v)))
-		return -EBADMSG;
-	else if (!strcmp(k, "standby"))
-		sb->standby = atoi(v) != 0;
-	else if (!strcmp(k, "slot"))
-		sb->slot = atoi(v);
-	else if (!strcmp(k, "address"))
-		snprintf(sb->address, sizeof sb->address, "%s", v);
-	else if (!strcmp(k, "created"))
-		sb->created_usec = strtoull(v, NULL, 10);
-	else if (!strcmp(k, "state")) {
-		int st = sandbox_state_from_string(v);
-		sb->state = st < 0 ? SANDBOX_FAILED : (enum sandbox_state)st;
-	}
-	return 0;
-}
-
-void
-sandboxes_load(struct supervisor *s)
-{
-	char dir[512];
-	snprintf(dir, sizeof dir, "%s/sandboxes", s->state_dir);
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!sandbox_id_valid(de->d_name))
-			continue;
-		char path[800];
-		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-		struct sandbox *sb = sandbox_new(s, de->d_name, "");
-		if (file_read_kv(path, sandbox_kv, sb) < 0) {
-			log_warning("Ignoring sandbox record %s: unreadable or not valid", path);
-			sandbox_forget(sb);
-			continue;
-		}
-		sb->runtime_alive = true; /* until netnsd says otherwise */
-		log_info("Found sandbox %s (%s) from before the restart", sb->id,
-			 sandbox_state_to_string(sb->state));
-	}
-	closedir(d);
-}
-
-struct namespace_ask {
-	char id[SANDBOX_ID_LEN + 1];
-	int slot;
-};
-
-static void
-slot_namespace_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
-{
-	struct namespace_ask *a = ud;
-	struct sandbox *sb = sandbox_find(sup, a->id);
-	if (r < 0 || n_fds != 1)
-		log_warning_errno(
-			r < 0 ? r : -EPROTO,
-			"Sandbox %s: netnsd did not give back its namespace (%s): it cannot "
-			"be snapshotted",
-			a->id, helper_message(resp, "no answer"));
-	else if (sb && sb->slot == a->slot && sb->nsfd < 0 && sb->state != SANDBOX_DESTROYING) {
-		sb->nsfd = fds[0];
-		fds[0] = -1;
-	}
-	ipc_close_fds(fds, n_fds);
-	free(a);
-}
-
-/* The fd of the namespace a claim gave: a restarted supervisor asks netnsd for it again, so a
- * re-adopted sandbox can still be snapshotted (a gVisor checkpoint ends the runtime, and its
- * restore into the same slot must show the slot's namespace). */
-static void
-namespace_reopen(struct sandbox *sb)
-{
-	if (sb->nsfd >= 0 || sb->slot < 0)
-		return;
-	struct namespace_ask *a = calloc(1, sizeof *a);
-	if (!a)
-		return;
-	snprintf(a->id, sizeof a->id, "%s", sb->id);
-	a->slot = sb->slot;
-	Warren__V1__SlotNamespaceRequest q = WARREN__V1__SLOT_NAMESPACE_REQUEST__INIT;
-	q.id = sb->id;
-	q.slot = (uint32_t)sb->slot;
-	if (netnsd_client_slot_namespace(&q, 10000, slot_namespace_done, a) < 0)
-		free(a);
-}
-
-static void
-reconcile_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
-{
-	ipc_close_fds(fds, n_fds);
-	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_LIST_SANDBOXES) {
-		log_warning_errno(r, "Could not list netnsd's sandboxes: %m");
-		return;
-	}
-	const Warren__V1__ListSandboxesResponse *l = resp->list_sandboxes;
-	for (struct sandbox *sb = sup->sandboxes, *next; sb; sb = next) {
-		next = sb->next;
-		if (sb->state == SANDBOX_CREATING || sb->spawning)
-			continue;
-		const Warren__V1__SandboxInfo *info = NULL;
-		for (size_t i = 0; i < l->n_sandboxes; i++)
-			if (!strcmp(l->sandboxes[i]->id, sb->id))
-				info = l->sandboxes[i];
-		if (sb->state == SANDBOX_DESTROYING) {
-			sb->runtime_alive = info != NULL;
-			sandbox_release(sb, true);
-		} else if (info && info->pid > 0) {
-			sb->runtime_alive = true;
-			sb->pid = info->pid;
-			/* a runtime that came up while its answer was lost (netnsd restarted): the
-			 * sandbox had given its slot up as failed; netnsd's slot is the truth, or a
-			 * Destroy would never release it */
-			if (sb->slot < 0)
-				sb->slot = (int)info->slot;
-			if (info->frozen)
-				sandbox_set_state(sb, SANDBOX_FROZEN, NULL);
-			else if (sb->state != SANDBOX_RUNNING)
-				sandbox_set_state(sb, SANDBOX_STARTING, NULL);
-			log_info("Re-adopted sandbox %s (%s)", sb->id,
-				 sandbox_state_to_string(sb->state));
-			route_push(sb, NULL, NULL);
-			namespace_reopen(sb);
-		} else if (sb->state == SANDBOX_STARTING || sb->state == SANDBOX_RUNNING ||
-			   sb->state == SANDBOX_FROZEN) {
-			sb->runtime_alive = info != NULL;
-			sandbox_fail(sb, SANDBOX_FAILED,
-				     "its runtime went away while Warren restarted");
-		} else {
-			sb->runtime_alive = info != NULL;
-			route_push(sb, NULL, NULL);
-			if (sb->runtime_alive || sb->slot >= 0)
-				sandbox_release(sb, false);
-		}
-	}
-	/* Runtimes nobody remembers (a crash between spawn and record) are removed. */
-	for (size_t i = 0; i < l->n_sandboxes; i++) {
-		if (sandbox_find(sup, l->sandboxes[i]->id))
-			continue;
-		log_warning("Removing orphan sandbox %s", l->sandboxes[i]->id);
-		struct sandbox *sb = sandbox_new(sup, l->sandboxes[i]->id, "");
-		sb->slot = (int)l->sandboxes[i]->slot;
-		sb->runtime_alive = true;
-		sb->state = SANDBOX_DESTROYING;
-		sandbox_release(sb, true);
-	}
-	sup->readopted = true;
-}
-
-void
-sandboxes_reconcile(struct supervisor *s)
-{
-	Warren__V1__ListSandboxesRequest q = WARREN__V1__LIST_SANDBOXES_REQUEST__INIT;
-	netnsd_client_list_sandboxes(&q, 10000, reconcile_done, NULL);
+	int r = freeze_request(sb, freeze, m);
+	return r < 0 ? r : 1;
 }
 
 void

@@ -4,14 +4,15 @@
  * restores count children side by side from the one image, each in its own slot (a restore
  * takes the address of the namespace it lands in); BranchSandbox is both; ListTags and
  * RemoveTag manage the images. A microVM is snapshotted without stopping for good: its VMM
- * pauses, writes its state and RAM and resumes in place (netnsd says so: still_running). */
+ * pauses, writes its state and RAM and resumes in place (netnsd says so: still_running).
+ * This file is the feature: the D-Bus methods that call it are in manager-dbus.c (ForkTag,
+ * BranchSandbox, ListTags, RemoveTag) and sandbox-dbus.c (Snapshot). */
 #include "fault.h"
 #include "clock.h"
 #include "log.h"
 #include "netnsd-client.h"
 #include "snapshotd-client.h"
 #include "macro.h"
-#include "dbus-input.h"
 #include "exec.h"
 #include "logs.h"
 #include "metrics.h"
@@ -98,8 +99,13 @@ fork_job_finish(struct fork_job *j)
 void
 fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error)
 {
-	if (ok) {
-		j->ids[j->n_ids++] = strdup(id);
+	char *copy = ok ? strdup(id) : NULL;
+	if (ok && !copy) {
+		/* it runs, but the answer cannot name it: it is reported as failed */
+		log_error("Fork of %s: out of memory, child %s is not reported", j->tag, id);
+		snprintf(j->error, sizeof j->error, "out of memory");
+	} else if (ok) {
+		j->ids[j->n_ids++] = copy;
 		logs_owner_set(id, operation_message(j->op));
 		sandbox_route_refresh(id);
 	} else if (error)
@@ -164,17 +170,21 @@ pool_reserve_ahead(unsigned count)
 		log_debug("Fork of %u: netnsd not connected, no slots reserved", count);
 }
 
-static int
+int
 fork_start(struct operation **op, const char *tag, unsigned count)
 {
 	struct fork_job *j = calloc(1, sizeof *j);
 	if (!j)
 		return -ENOMEM;
+	j->ids = calloc(count + 1, sizeof *j->ids);
+	if (!j->ids) {
+		free(j);
+		return -ENOMEM;
+	}
 	j->op = *op; /* taken; given back below when the fork cannot start */
 	*op = NULL;
 	snprintf(j->tag, sizeof j->tag, "%s", tag);
 	j->count = count;
-	j->ids = calloc(count + 1, sizeof *j->ids);
 	j->image_fd = -1;
 	j->t0 = now_usec();
 	j->next = fork_jobs;
@@ -188,34 +198,6 @@ fork_start(struct operation **op, const char *tag, unsigned count)
 		fork_job_finish(j);
 	}
 	return r;
-}
-
-int
-method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
-{
-	int rc_ = dbus_input_check(m, err);
-	if (rc_ < 0)
-		return rc_;
-	const char *tag;
-	uint32_t count;
-	int r = sd_bus_message_read(m, "su", &tag, &count);
-	if (r < 0)
-		return r;
-	r = dbus_input_user_tag(tag, err);
-	if (r < 0)
-		return r;
-	if (count < 1 || count > 200)
-		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
-	if ((r = tag_owner_check(m, tag, "fork", err)) < 0)
-		return r;
-	struct operation *op = operation_new(m);
-	r = fork_start(&op, tag, count);
-	if (r < 0) {
-		operation_cancel(&op); /* answered by the error returned to sd-bus */
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "snapshotd: %s",
-					 strerror(-r));
-	}
-	return 1;
 }
 
 /* ---- snapshot of a running sandbox ---- */
@@ -419,9 +401,15 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 			"holds its namespace and cannot restore it after a checkpoint",
 			sb->id);
 	struct snap *sn = calloc(1, sizeof *sn);
+	if (!sn)
+		return sd_bus_error_set_errno(err, ENOMEM);
+	sn->op = operation_new(m);
+	if (m && !sn->op) {
+		free(sn);
+		return sd_bus_error_set_errno(err, ENOMEM);
+	}
 	snprintf(sn->id, sizeof sn->id, "%s", sb->id);
 	snprintf(sn->tag, sizeof sn->tag, "%s", tag);
-	sn->op = operation_new(m);
 	sn->fork_count = fork_count;
 	sn->discard_parent = discard_parent;
 	sandbox_snapshot_begin(sb);
@@ -437,132 +425,12 @@ snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned 
 	return 1;
 }
 
-int
-method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
-{
-	int rc_ = dbus_input_check(m, err);
-	if (rc_ < 0)
-		return rc_;
-	const char *tag;
-	int r = sd_bus_message_read(m, "s", &tag);
-	if (r < 0)
-		return r;
-	r = dbus_input_user_tag(tag, err);
-	if (r < 0)
-		return r;
-	if ((r = owner_check(m, ud, "snapshot", err)) < 0)
-		return r;
-	return snapshot_start(ud, m, tag, 0, false, err);
-}
-
-int
-method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
-{
-	int rc_ = dbus_input_check(m, err);
-	if (rc_ < 0)
-		return rc_;
-	const char *id, *tag;
-	uint32_t count;
-	int r = sd_bus_message_read(m, "ssu", &id, &tag, &count);
-	if (r < 0)
-		return r;
-	r = dbus_input_user_tag(tag, err);
-	if (r < 0)
-		return r;
-	struct sandbox *sb = sandbox_find(sup, id);
-	if (!sb || !sandbox_visible(sb))
-		return sd_bus_error_setf(err, ERR("NoSuchSandbox"), "No sandbox %s", id);
-	if ((r = owner_check(m, sb, "branch", err)) < 0)
-		return r;
-	if (count < 1 || count > 200)
-		return sd_bus_error_setf(err, ERR("InvalidArgument"), "count must be 1-200");
-	return snapshot_start(sb, m, tag, count, false, err);
-}
-
 /* ---- tags ---- */
 
-static void
-list_tags_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
-{
-	struct operation *op = ud;
-	ipc_close_fds(fds, n_fds);
-	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_LIST_IMAGES) {
-		operation_error(&op, ERR("HelperUnavailable"), "snapshotd: %s",
-				helper_message(resp, strerror(-r)));
-	} else {
-		sd_bus_message *reply = NULL;
-		operation_new_return(op, &reply);
-		sd_bus_message_open_container(reply, 'a', "(sstbts)");
-		for (size_t i = 0; i < resp->list_images->n_images; i++) {
-			const Warren__V1__ImageInfo *im = resp->list_images->images[i];
-			sd_bus_message_append(reply, "(sstbts)", im->name, im->template_name,
-					      im->size, im->compressed, im->created_usec,
-					      im->parent);
-		}
-		sd_bus_message_close_container(reply);
-		operation_send(&op, reply);
-		sd_bus_message_unref(reply);
-	}
-	operation_cancel(&op); /* answered, or the answer could not be sent */
-}
-
+/* RemoveTag's guard: the tag's image is not removed under a fork or a restore that reads it. */
 int
-method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err)
+tag_busy_check(const char *tag, sd_bus_error *err)
 {
-	int rc_ = dbus_input_check(m, err);
-	if (rc_ < 0)
-		return rc_;
-	Warren__V1__ListImagesRequest q = WARREN__V1__LIST_IMAGES_REQUEST__INIT;
-	struct operation *op = operation_new(m);
-	if (!op)
-		return -ENOMEM;
-	if (snapshotd_client_list_images(&q, 10000, list_tags_done, op) < 0) {
-		operation_cancel(&op);
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
-					 "snapshotd is not connected");
-	}
-	return 1;
-}
-
-struct remove_tag {
-	struct operation *op;
-	char tag[33];
-};
-
-static void
-remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
-{
-	struct remove_tag *rt = ud;
-	ipc_close_fds(fds, n_fds);
-	if (r < 0)
-		operation_error(&rt->op, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"),
-				"%s", helper_message(resp, strerror(-r)));
-	else {
-		tag_owner_remove(rt->tag);
-		operation_return(&rt->op, "");
-	}
-	free(rt);
-}
-
-int
-method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
-{
-	int rc_ = dbus_input_check(m, err);
-	if (rc_ < 0)
-		return rc_;
-	const char *tag;
-	int r = sd_bus_message_read(m, "s", &tag);
-	if (r < 0)
-		return r;
-	/* A warm template's image may be dropped (the next create takes it again), and only that:
-	 * any other warm- name is refused like a Snapshot to it would be. */
-	if (!tag_reserved(tag) || !warm_tag_owner(tag)) {
-		r = dbus_input_user_tag(tag, err);
-		if (r < 0)
-			return r;
-		if ((r = tag_owner_check(m, tag, "remove", err)) < 0)
-			return r;
-	}
 	/* An image is a directory: removing it empties it under a restore that holds its fd, and
 	 * a sandbox holds that fd from its create (slot claim, route) until its runtime runs, not
 	 * only while netnsd restores it; a fork holds it from before its children exist. */
@@ -578,17 +446,5 @@ method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err)
 						 "Sandbox %s is being restored from %s; try again "
 						 "once it runs",
 						 sb->id, tag);
-	struct remove_tag *rt = calloc(1, sizeof *rt);
-	if (!rt || !(rt->op = operation_new(m))) {
-		free(rt);
-		return -ENOMEM;
-	}
-	snprintf(rt->tag, sizeof rt->tag, "%s", tag);
-	if (image_remove_call(tag, remove_tag_done, rt) < 0) {
-		operation_cancel(&rt->op);
-		free(rt);
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
-					 "snapshotd is not connected");
-	}
-	return 1;
+	return 0;
 }

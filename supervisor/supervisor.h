@@ -12,6 +12,7 @@
 #include "ipc-client.h"
 #include "names.h"
 #include "operation.h"
+#include "sandbox-state.h"
 
 #define BUS_NAME "org.warren.Warren1"
 #define MANAGER_PATH "/org/warren/Warren1"
@@ -44,19 +45,7 @@ struct template
 	struct template *next;
 };
 
-enum sandbox_state {
-	SANDBOX_CREATING,
-	SANDBOX_STARTING,
-	SANDBOX_RUNNING,
-	SANDBOX_FROZEN,
-	SANDBOX_EXITED,
-	SANDBOX_FAILED,
-	SANDBOX_DESTROYING,
-	SANDBOX_SNAPSHOTTING,
-};
 struct fork_job;
-const char *sandbox_state_to_string(enum sandbox_state s);
-int sandbox_state_from_string(const char *s);
 
 struct sandbox {
 	char id[SANDBOX_ID_LEN + 1];
@@ -137,6 +126,10 @@ extern const char *template_importd_socket;
  * is called when a sandbox's record goes for good (destroyed, or never came up). */
 struct sandbox_hooks {
 	void (*forgotten)(const struct sandbox *sb);
+	/* its state or reason changed (sandbox-dbus.c: StateChanged, PropertiesChanged) */
+	void (*state_changed)(struct sandbox *sb);
+	/* it appears on D-Bus (added) or leaves it (sandbox-dbus.c: SandboxNew, SandboxRemoved) */
+	void (*announced)(struct sandbox *sb, bool added);
 };
 void sandbox_hooks_set(const struct sandbox_hooks *h);
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
@@ -189,21 +182,34 @@ void ipc_ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, vo
 int image_open_call(const char *tag, unsigned timeout_ms, ipc_reply_fn cb, void *ud);
 int image_remove_call(const char *tag, ipc_reply_fn cb, void *ud);
 void fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error);
-int method_fork_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
-int method_branch_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err);
-int method_list_tags(sd_bus_message *m, void *ud, sd_bus_error *err);
-int method_remove_tag(sd_bus_message *m, void *ud, sd_bus_error *err);
-int method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err);
+/* ForkTag and BranchSandbox: count children of tag's image; *op is taken, or left to the caller
+ * to answer when the fork cannot start (<0). */
+int fork_start(struct operation **op, const char *tag, unsigned count);
+/* RemoveTag: 0, or TagBusy in err while a fork or a restore holds the tag's image. */
+int tag_busy_check(const char *tag, sd_bus_error *err);
 int sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m);
 /* reclaim.c: the swap/zswap set-up through snapshotd and the host's current figures */
 int reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_bytes, bool zswap,
 		       const char *compressor, uint32_t max_pool_percent, bool undo);
 void reclaim_after_freeze(struct sandbox *sb);
-void freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
-void sandbox_set_state(struct sandbox *sb, enum sandbox_state st, const char *reason);
+/* 0, or -ENOMEM: nothing was asked and m (if any) is the caller's to answer */
+int freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
+/* The one way a sandbox's state changes: 0, or -EINVAL (logged) when its state does not accept
+ * ev (sandbox-state.c's table). */
+int sandbox_transition(struct sandbox *sb, enum sandbox_event ev, const char *reason);
+void sandboxes_push_routes(struct supervisor *s);
+/* sandbox.c, for the features that create or end sandboxes without a D-Bus call (readopt.c):
+ * a record in the list; its removal (the forgotten hook runs); the route pushed to the gateway
+ * (cb NULL: the answer is ignored); the runtime and slot given back, then the record forgotten
+ * when forget; a stop or failure that keeps the record (and a 502 route with the reason). */
+struct sandbox *sandbox_new(struct supervisor *s, const char *id, const char *template_name);
+void sandbox_forget(struct sandbox *sb);
+void route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud);
+void sandbox_release(struct sandbox *sb, bool forget);
+void sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason);
+/* readopt.c: the records read back at start; matched with netnsd's runtimes once it answers */
 void sandboxes_load(struct supervisor *s);
 void sandboxes_reconcile(struct supervisor *s);
-void sandboxes_push_routes(struct supervisor *s);
 void sandbox_on_event(const IpcResponse *ev);
 char *sandbox_url(struct sandbox *sb);
 unsigned sandbox_count(struct supervisor *s);
