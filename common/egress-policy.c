@@ -96,7 +96,8 @@ egress_policy_parse(const char *s, struct egress_policy *p, char *why, size_t si
 		const char *comma = strchr(at, ',');
 		size_t elen = comma ? (size_t)(comma - at) : strlen(at);
 		if (elen == 0 || memchr(at, ' ', elen))
-			return why_err(why, size, "an empty or malformed entry in the egress policy");
+			return why_err(why, size,
+				       "an empty or malformed entry in the egress policy");
 		if (p->n >= EGRESS_MAX_ENTRIES)
 			return why_err(why, size, "more than %d entries in the egress policy",
 				       EGRESS_MAX_ENTRIES);

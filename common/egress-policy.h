@@ -21,9 +21,9 @@ enum egress_mode {
 };
 
 struct egress_entry {
-	uint32_t addr;	 /* network order, host bits cleared */
-	uint8_t prefix;	 /* 0-32 */
-	uint16_t port;	 /* 1-65535 for TCP and UDP only, 0: any protocol and port */
+	uint32_t addr;	/* network order, host bits cleared */
+	uint8_t prefix; /* 0-32 */
+	uint16_t port;	/* 1-65535 for TCP and UDP only, 0: any protocol and port */
 };
 
 struct egress_policy {
