@@ -30,7 +30,8 @@ egress_slot_script(FILE *f, const struct isolation_config *c, unsigned slot,
 	fprintf(f, "add chain inet %s egress_%u\n", T, slot);
 	fprintf(f, "flush chain inet %s egress_%u\n", T, slot);
 	if (p->mode != EGRESS_LIST) {
-		fprintf(f, "add element inet %1$s egress_slots { \"%2$s%3$u\" : jump egress_%3$u }\n",
+		fprintf(f,
+			"add element inet %1$s egress_slots { \"%2$s%3$u\" : jump egress_%3$u }\n",
 			T, c->ifname_prefix, slot);
 		fprintf(f, "delete element inet %s egress_slots { \"%s%u\" }\n", T,
 			c->ifname_prefix, slot);
@@ -114,8 +115,8 @@ adopted_slot(const struct adoption *a, unsigned slot)
 }
 
 void
-egress_restore(const struct isolation_config *c, const struct adoption *a, FILE *f,
-	       bool *listed, unsigned n_listed)
+egress_restore(const struct isolation_config *c, const struct adoption *a, FILE *f, bool *listed,
+	       unsigned n_listed)
 {
 	char dir[512];
 	snprintf(dir, sizeof dir, "%s/egress", c->runtime_dir);
@@ -130,7 +131,8 @@ egress_restore(const struct isolation_config *c, const struct adoption *a, FILE 
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		char *end;
 		unsigned long slot = strtoul(de->d_name, &end, 10);
-		if (*end || !de->d_name[0] || slot >= n_listed || !adopted_slot(a, (unsigned)slot)) {
+		if (*end || !de->d_name[0] || slot >= n_listed ||
+		    !adopted_slot(a, (unsigned)slot)) {
 			/* its sandbox did not live through the restart: the slot is rebuilt */
 			unlink(path);
 			continue;

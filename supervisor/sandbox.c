@@ -12,6 +12,7 @@
 #include "agent-token.h"
 #include "logs.h"
 #include "metrics.h"
+#include "sandbox-egress.h"
 #include "supervisor.h"
 
 #include <dirent.h>
@@ -560,7 +561,12 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	sb->start_timeout_ms = start_timeout_ms ? start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
 	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
-	q.allow_outbound = t->allow_outbound;
+	/* the create's egress policy, else the template's; allow_outbound for a netnsd that
+	 * knows only that (an allow-list is then "off" there: never more open) */
+	sandbox_egress_for_create(m, t, sb->egress, sizeof sb->egress);
+	sandbox_egress_record(sb);
+	q.egress = sb->egress;
+	q.allow_outbound = !strcmp(sb->egress, "on");
 	int r = netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done, strdup(id));
 	if (r < 0) {
 		sb->create_msg = sd_bus_message_unref(sb->create_msg);
