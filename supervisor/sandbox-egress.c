@@ -17,8 +17,7 @@
 #include <unistd.h>
 
 int
-sandbox_egress_option(sd_bus_message *m, const char *key, char *out, size_t size,
-		      sd_bus_error *err)
+sandbox_egress_option(sd_bus_message *m, const char *key, char *out, size_t size, sd_bus_error *err)
 {
 	const char *v;
 	int r = sd_bus_message_read(m, "v", "s", &v);
@@ -190,8 +189,7 @@ sandbox_egress_set(struct sandbox *sb, const char *policy, sd_bus_message *m, sd
 	if (r < 0) {
 		sd_bus_message_unref(c->m);
 		free(c);
-		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "netnsd: %s",
-					 strerror(-r));
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "netnsd: %s", strerror(-r));
 	}
 	return 1;
 }

@@ -22,8 +22,7 @@ const char *sandbox_egress_of_template(const struct template *t);
 /* The policy a new sandbox of t starts with: m's egress option when m is a CreateSandbox that
  * has one (read again here, after method_create_sandbox checked it), else t's default. True
  * when m named one that differs from t's (a warm create then takes no standby, which has t's). */
-bool sandbox_egress_for_create(sd_bus_message *m, const struct template *t, char *out,
-			       size_t size);
+bool sandbox_egress_for_create(sd_bus_message *m, const struct template *t, char *out, size_t size);
 /* <state-dir>/egress/<id>: written when a sandbox is created and when its policy changes. */
 void sandbox_egress_record(const struct sandbox *sb);
 /* At start, after sandboxes_load: each known sandbox's policy; records of others go. */
