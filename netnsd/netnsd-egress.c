@@ -110,12 +110,19 @@ spawner_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		}
 	}
 	if (j->kind == JOB_CLAIM && j->call) {
+		/* answered here; the deferred call is the job's to free */
 		if (current)
 			netnsd_claim_reply(j->n, j->call, s);
-		else
+		else {
+			/* only a peer that named a slot it was not given gets here: the claim
+			 * fails and the slot goes back */
 			ipc_call_error(j->call, -EAGAIN, "slot %u changed while it was claimed",
 				       j->slot);
-		j->call = NULL;
+			if (s && s->claimed)
+				netnsd_egress_release(j->n, j->slot, NULL);
+		}
+		job_free(j);
+		return;
 	}
 	reply_ok(j->call);
 	job_free(j);
