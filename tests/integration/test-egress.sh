@@ -12,7 +12,8 @@
 #    InvalidArgument and change nothing;
 #  - a hostile IPC peer (uid warren, as a compromised supervisor) sending netnsd bad egress
 #    requests is refused, and the policy in force stays;
-#  - a netnsd restart keeps an allow-list in force (never "on");
+#  - a netnsd restart keeps an allow-list in force (never "on"); a supervisor restart keeps the
+#    Egress property;
 #  - after Destroy the slot's chain, map element and record are gone.
 # Targets are only this test's namespace: its addresses are routed to it for the pool's sources
 # only (a policy-routing rule), as in test-attack-network.sh.
@@ -178,6 +179,13 @@ expect "the supervisor reconnects" wait_for 30 helpers_up
 expect "the chain is back after the restart" wait_for 10 nft list chain inet "$NFT_TABLE" "egress_$slot"
 blocked "$on" $WORLD:80 "after a netnsd restart, the allow-list holds"
 reaches "$on" $WORLD:81 "after a netnsd restart, the listed port (positive control)"
+
+# --- a supervisor restart: its record gives the property back; netnsd's chain never went
+stop_pid "$PID_supervisor"
+start_supervisor
+expect "the sandbox is re-adopted" wait_for 30 has_state "$on" running
+expect "after a supervisor restart Egress reads the allow-list" test "$(sbprop "$on" Egress)" = "$WORLD:81,10.253.$K.0/24:80"
+blocked "$on" $WORLD:80 "after a supervisor restart, the allow-list holds"
 
 # --- back to on; then Destroy takes the chain, the map element and the record away
 warrenctl egress "$on" on
