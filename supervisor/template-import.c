@@ -327,7 +327,7 @@ method_import_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 			r = sd_bus_error_setf(
 				err, ERR("InvalidArgument"),
 				"Unknown option '%s' (known: reference, vm_image, argv, "
-				"port, memory_limit, allow_outbound, idle_ms, warm, "
+				"port, memory_limit, allow_outbound, egress, idle_ms, warm, "
 				"standby, env, cwd, user)",
 				key);
 		}
