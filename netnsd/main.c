@@ -439,6 +439,12 @@ main(int argc, char **argv)
 			struct slot *sl = pool_slot(n.pool, i);
 			if (listed[i] && sl)
 				sl->egress_list = true;
+			else if (listed[i]) {
+				/* adopted, then not taken over by the pool: its slot is built
+				 * anew, so its chain goes now (still root, before lock-down) */
+				struct egress_policy off = {.mode = EGRESS_OFF};
+				egress_apply(&iso, i, &off);
+			}
 		}
 		free(listed);
 		/* the pool and the spawner hold what they need; the claimed bytes stay for the
