@@ -95,6 +95,9 @@ egress_of_create() { # egress_of_create JSON-FIELDS: the Egress property of the 
 	sbprop "$id" Egress
 	code=$(status -X DELETE "${hdr[@]}" "$API/sandboxes/$id")
 	[ "$code" = 204 ] || fail "kill $id: $code"
+	wait_for 20 bash -c "! busctl --system get-property org.warren.Warren1 \
+		/org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State" ||
+		fail "sandbox $id is not gone from Warren"
 }
 expect "allow_internet_access true keeps the template's egress (on)" \
 	test "$(egress_of_create ',"allow_internet_access":true')" = on
