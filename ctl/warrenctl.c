@@ -851,6 +851,8 @@ cmd_create(int argc, char **argv)
 		sd_bus_message_append(m, "{sv}", "wait", "b", 1);
 	if (opt("backend"))
 		sd_bus_message_append(m, "{sv}", "backend", "s", opt("backend"));
+	if (opt("egress"))
+		sd_bus_message_append(m, "{sv}", "egress", "s", opt("egress"));
 	sd_bus_message_close_container(m);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -906,6 +908,34 @@ static int
 cmd_thaw(int argc, char **argv)
 {
 	return sandbox_call(argv[0], "Thaw", "thaw");
+}
+
+/* egress ID POLICY: the sandbox's egress policy (SetEgress), checked by the supervisor and again
+ * by netnsd. */
+static int
+cmd_egress(int argc, char **argv)
+{
+	char *id = NULL;
+	if (resolve_id(argv[0], &id) < 0)
+		return 1;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	char *path = sandbox_path(id);
+	int r = sd_bus_call_method(bus, BUS_NAME, path, SANDBOX_IFACE, "SetEgress", &e, NULL, "s",
+				   argv[1]);
+	free(path);
+	if (r < 0) {
+		free(id);
+		return fail(r, &e, "egress");
+	}
+	if (json) {
+		printf("{\"id\":");
+		json_str(id);
+		printf(",\"egress\":");
+		json_str(argv[1]);
+		printf("}\n");
+	}
+	free(id);
+	return 0;
 }
 
 /* timeout ID SECONDS [--pause]: the sandbox's lifetime (SetTimeout); 0 clears it. The bound
@@ -1258,6 +1288,8 @@ append_template_options(sd_bus_message *m)
 	}
 	if (flag("outbound"))
 		sd_bus_message_append(m, "{sv}", "allow_outbound", "b", 1);
+	if (opt("egress"))
+		sd_bus_message_append(m, "{sv}", "egress", "s", opt("egress"));
 	if (opt("idle-ms")) {
 		if (parse_u64(opt("idle-ms"), "--idle-ms", UINT32_MAX, &v) < 0)
 			return -1;
@@ -1638,8 +1670,10 @@ static const struct option list_opts[] = {{"format", required_argument, NULL, 0}
 					  {"quiet", no_argument, NULL, 0},
 					  {"all", no_argument, NULL, 0},
 					  {}};
-static const struct option create_opts[] = {
-	{"wait", no_argument, NULL, 0}, {"backend", required_argument, NULL, 0}, {}};
+static const struct option create_opts[] = {{"wait", no_argument, NULL, 0},
+					    {"backend", required_argument, NULL, 0},
+					    {"egress", required_argument, NULL, 0},
+					    {}};
 static const struct option apikey_opts[] = {{"api-keys", required_argument, NULL, 0}, {}};
 static const struct option timeout_opts[] = {{"pause", no_argument, NULL, 0}, {}};
 static const struct option reclaim_opts[] = {{"no-zswap", no_argument, NULL, 0}, {}};
@@ -1648,6 +1682,7 @@ static const struct option reclaim_opts[] = {{"no-zswap", no_argument, NULL, 0},
 		{"env", required_argument, NULL, 0}, {"cwd", required_argument, NULL, 0},          \
 		{"user", required_argument, NULL, 0}, {"outbound", no_argument, NULL, 0},          \
 		{"idle-ms", required_argument, NULL, 0}, {"warm", no_argument, NULL, 0},           \
+		{"egress", required_argument, NULL, 0},                                            \
 	{                                                                                          \
 		"standby", required_argument, NULL, 0                                              \
 	}
@@ -1666,8 +1701,9 @@ static const struct command commands[] = {
 	 "sandboxes: id, template, backend, state, age, memory, reason", list_opts, 0, 0, cmd_list},
 	{"ps", "[--format FMT|json] [--quiet]", "the same as list", list_opts, 0, 0, cmd_list},
 	{"inspect", "ID...", "every property of sandboxes, as JSON", no_opts, 1, -1, cmd_inspect},
-	{"create", "TEMPLATE [--wait] [--backend gvisor|microvm]",
-	 "create a sandbox; prints its id and URL", create_opts, 1, 1, cmd_create},
+	{"create", "TEMPLATE [--wait] [--backend gvisor|microvm] [--egress POLICY]",
+	 "create a sandbox; prints its id and URL (POLICY: off, on, or CIDR[:PORT],...)",
+	 create_opts, 1, 1, cmd_create},
 	{"destroy", "ID...", "destroy sandboxes", no_opts, 1, -1, cmd_destroy},
 	{"rm", "ID...", "the same as destroy", no_opts, 1, -1, cmd_destroy},
 	{"exec", "[--timeout S] ID [--] CMD [ARG...]",
@@ -1680,6 +1716,10 @@ static const struct command commands[] = {
 	{"timeout", "ID SECONDS [--pause]",
 	 "destroy the sandbox (pause it with --pause) SECONDS from now; 0 clears", timeout_opts, 2,
 	 2, cmd_timeout},
+	{"egress", "ID POLICY",
+	 "what the sandbox may reach: off, on (the world less private ranges), or only\n"
+	 "      CIDR[:PORT],... (at most 16; a listed private range is reachable)",
+	 no_opts, 2, 2, cmd_egress},
 	{"snapshot", "ID TAG", "checkpoint a running sandbox into a tag (it goes on)", no_opts, 2,
 	 2, cmd_snapshot},
 	{"fork", "TAG COUNT", "COUNT children from the tag's image", no_opts, 2, 2, cmd_fork},
@@ -1702,7 +1742,8 @@ static const struct command commands[] = {
 	 no_opts, 1, -1, cmd_template_rm},
 	{"template add",
 	 "NAME ROOTFS --port PORT [--memory MIB] [--env K=V]... [--cwd DIR] [--user UID[:GID]]\n"
-	 "                  [--outbound] [--idle-ms MS] [--warm] [--standby N] [--] CMD [ARG...]",
+	 "                  [--outbound|--egress POLICY] [--idle-ms MS] [--warm] [--standby N]\n"
+	 "                  [--] CMD [ARG...]",
 	 "add a template from a root filesystem under the templates directory", add_opts, 3, -1,
 	 cmd_template_add},
 	{"template import",

@@ -69,8 +69,9 @@ struct e2b_bus_entry {
 	char id[E2B_ID_LEN + 1];
 	char state[24];
 };
-int e2b_bus_create(struct e2b_api *a, const char *template, char id[E2B_ID_LEN + 1],
-		   sd_bus_error *e);
+/* egress: the CreateSandbox option (NULL: the template's policy) */
+int e2b_bus_create(struct e2b_api *a, const char *template, const char *egress,
+		   char id[E2B_ID_LEN + 1], sd_bus_error *e);
 int e2b_bus_sandbox_call(struct e2b_api *a, const char *id, const char *method, sd_bus_error *e);
 int e2b_bus_state(struct e2b_api *a, const char *id, char *state, size_t len);
 /* SetTimeout(seconds, action) of the sandbox: the supervisor enforces the lifetime ("kill" or

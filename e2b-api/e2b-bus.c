@@ -31,7 +31,8 @@ sandbox_path(const char *id)
 }
 
 int
-e2b_bus_create(struct e2b_api *a, const char *template, char id[E2B_ID_LEN + 1], sd_bus_error *e)
+e2b_bus_create(struct e2b_api *a, const char *template, const char *egress, char id[E2B_ID_LEN + 1],
+	       sd_bus_error *e)
 {
 	sd_bus_message *m = NULL, *reply = NULL;
 	int r = sd_bus_message_new_method_call(a->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
@@ -45,6 +46,8 @@ e2b_bus_create(struct e2b_api *a, const char *template, char id[E2B_ID_LEN + 1],
 		r = sd_bus_message_append(m, "{sv}", "wait", "b", 1);
 	if (r >= 0 && a->backend)
 		r = sd_bus_message_append(m, "{sv}", "backend", "s", a->backend);
+	if (r >= 0 && egress)
+		r = sd_bus_message_append(m, "{sv}", "egress", "s", egress);
 	if (r >= 0)
 		r = sd_bus_message_close_container(m);
 	if (r >= 0)

@@ -479,7 +479,9 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 	}
 	char id[E2B_ID_LEN + 1];
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	r = r < 0 ? r : e2b_bus_create(a, template, id, &e);
+	/* allow_internet_access: false closes the sandbox's egress; true (E2B's default) leaves
+	 * the template's policy, which an operator chose (it never opens more than that) */
+	r = r < 0 ? r : e2b_bus_create(a, template, internet ? NULL : "off", id, &e);
 	if (r < 0) {
 		int status = e2b_bus_error_status(&e, r);
 		reply_error(req, status, "Cannot create a sandbox from '%s': %s", template,

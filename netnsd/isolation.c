@@ -6,7 +6,9 @@
  *     neighbour discovery, without which no IPv6 packet crosses a veth)
  *   - sandbox -> world: dropped unless the veth is in the outbound group (then masqueraded),
  *     and even then not to link-local, loopback, multicast, private ranges or the host's own
- *     subnets (the cloud metadata service, the host's LAN), unless --egress-allow names them
+ *     subnets (the cloud metadata service, the host's LAN), unless --egress-allow names them;
+ *     a slot with an egress allow-list (egress.c) jumps from the map egress_slots to a chain of
+ *     its own first, which accepts what is listed (even a denied range) and drops the rest
  *   - world -> sandbox: dropped (forward to our veths, unless a reply)
  *   - host -> sandbox: only sockets of root and of the gateway's uid (output, meta skuid):
  *     any other local user would reach every port of every tenant and wake frozen ones
@@ -228,7 +230,7 @@ forwarding_on(const struct isolation_config *c)
 }
 
 int
-isolation_install(const struct isolation_config *c)
+isolation_install(const struct isolation_config *c, const char *extra)
 {
 	bool restrict_forward = forwarding_on(c);
 	char *s = NULL;
@@ -244,6 +246,8 @@ isolation_install(const struct isolation_config *c)
 		     AF_INET6, true, NULL);
 	set_elements(f, "egress_allow4", "ipv4_addr", NULL, 0, c, AF_INET, false, NULL);
 	set_elements(f, "egress_allow6", "ipv6_addr", NULL, 0, c, AF_INET6, false, NULL);
+	/* host veth name -> jump to that slot's allow-list chain (egress.c adds the elements) */
+	fprintf(f, " map egress_slots { type ifname : verdict; }\n");
 	fprintf(f,
 		" chain input { type filter hook input priority filter; policy accept;\n"
 		"  iifname \"%1$s*\" ct state established,related accept\n"
@@ -260,6 +264,7 @@ isolation_install(const struct isolation_config *c)
 		"  oifname \"%1$s*\" drop\n"
 		"  iifname \"%1$s*\" iifgroup != %2$u drop\n"
 		"  iifname \"%1$s*\" ct state established,related accept\n"
+		"  iifname vmap @egress_slots\n"
 		"  iifname \"%1$s*\" ip daddr @egress_allow4 accept\n"
 		"  iifname \"%1$s*\" ip6 daddr @egress_allow6 accept\n"
 		"  iifname \"%1$s*\" ip daddr @egress_deny4 drop\n"
@@ -287,6 +292,9 @@ isolation_install(const struct isolation_config *c)
 		" }\n"
 		"}\n",
 		c->subnet_cidr, P);
+	/* the re-adopted slots' allow-lists, in the same transaction: no moment without them */
+	if (extra)
+		fputs(extra, f);
 	fclose(f);
 	int r = nft_run(s);
 	if (r < 0)

@@ -42,7 +42,9 @@ int isolation_option(struct isolation_config *c, int opt, const char *arg);
 /* After the options: resolve the gateway user (a missing default user means root only). */
 int isolation_finish(struct isolation_config *c);
 
-int isolation_install(const struct isolation_config *c);
+/* Load the table; extra: more nft commands for the same transaction (egress.c's chains), or
+ * NULL. */
+int isolation_install(const struct isolation_config *c, const char *extra);
 /* Load an nft script (`nft -f -`) in the caller's network namespace; 0 or -EIO. */
 int nft_run(const char *script);
 /* Remove the table and put net.ipv4.ip_forward back as netnsd found it. */

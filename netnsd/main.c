@@ -10,6 +10,7 @@
 #include "log.h"
 #include "macro.h"
 #include "log-ring.h"
+#include "egress.h"
 #include "netnsd.h"
 #include "notify.h"
 #include "privdrop.h"
@@ -415,7 +416,19 @@ main(int argc, char **argv)
 	if (lfd < 0)
 		return 1;
 	if (!n.dc.seccomp_probe) {
-		if (isolation_install(&iso) < 0)
+		/* the allow-lists of the sandboxes that lived through the restart are in force
+		 * from the table's first moment (egress.h); their slots keep their link group */
+		bool *listed = calloc(want_size ? want_size : policy.max, sizeof *listed);
+		char *extra = NULL;
+		size_t extra_len = 0;
+		FILE *ef = listed ? open_memstream(&extra, &extra_len) : NULL;
+		if (!ef)
+			return log_error_errno(-ENOMEM, "Egress records: %m"), 1;
+		egress_restore(&iso, &adoption, ef, listed, want_size ? want_size : policy.max);
+		fclose(ef);
+		int ir = isolation_install(&iso, extra);
+		free(extra);
+		if (ir < 0)
 			return 1;
 		struct pool_config pc = {.size = want_size ? want_size : policy.max,
 					 .policy = policy,
@@ -426,6 +439,18 @@ main(int argc, char **argv)
 		int r = pool_new(n.dc.base, &pc, netnsd_pool_available, &n, &n.pool);
 		if (r < 0)
 			return log_error_errno(r, "Failed to set up the pool: %m"), 1;
+		for (unsigned i = 0; i < pc.size; i++) {
+			struct slot *sl = pool_slot(n.pool, i);
+			if (listed[i] && sl)
+				sl->egress_list = true;
+			else if (listed[i]) {
+				/* adopted, then not taken over by the pool: its slot is built
+				 * anew, so its chain goes now (still root, before lock-down) */
+				struct egress_policy off = {.mode = EGRESS_OFF};
+				egress_apply(&iso, i, &off);
+			}
+		}
+		free(listed);
 		/* the pool and the spawner hold what they need; the claimed bytes stay for the
 		 * pool's build */
 		for (size_t i = 0; i < adoption.n; i++) {

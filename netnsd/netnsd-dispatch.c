@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "cgroup.h"
 #include "clock.h"
+#include "egress-policy.h"
 #include "fault.h"
 #include "fileio.h"
 #include "image-layout.h"
@@ -24,7 +25,7 @@
 struct claim_waiter {
 	struct netnsd *n;
 	struct ipc_call *call;
-	bool allow_outbound;
+	struct egress_policy egress; /* checked when the claim came */
 	struct event *timer;
 	struct claim_waiter *next;
 };
@@ -73,8 +74,8 @@ handle_status(struct ipc_call *call, void *ud)
 	return ipc_call_reply(call, &resp, NULL, 0);
 }
 
-static void
-claim_reply(struct ipc_call *call, struct slot *s)
+void
+netnsd_claim_reply(struct netnsd *n, struct ipc_call *call, struct slot *s)
 {
 	char addr[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &s->sandbox_addr, addr, sizeof addr);
@@ -87,9 +88,13 @@ claim_reply(struct ipc_call *call, struct slot *s)
 	resp.body_case = WARREN__V1__RESPONSE__BODY_CLAIM_SLOT;
 	resp.claim_slot = &cr;
 	if (ipc_call_reply(call, &resp, &s->nsfd, 1) < 0) {
-		/* The supervisor is gone: the slot goes straight back. */
+		/* The supervisor is gone: the slot goes straight back (an allow-list's chain
+		 * first, so no next tenant finds it). */
 		log_warning("Slot %u: claimant gone, releasing", s->index);
-		s->claimed = false;
+		if (s->egress_list)
+			netnsd_egress_release(n, s->index, NULL);
+		else
+			s->claimed = false;
 	}
 }
 
@@ -115,6 +120,20 @@ waiter_timeout(evutil_socket_t fd, short what, void *arg)
 	waiter_free(w->n, w);
 }
 
+/* A claimed slot to its claimant: at once, or once its allow-list is in force (the claim is then
+ * answered by netnsd-egress.c; this call stays the waiter's to free). */
+static void
+claim_finish(struct netnsd *n, struct ipc_call *call, struct slot *s, const struct egress_policy *p)
+{
+	if (p->mode != EGRESS_LIST) {
+		netnsd_claim_reply(n, call, s);
+		return;
+	}
+	int r = netnsd_egress_claim(n, call, s, p);
+	if (r < 0)
+		ipc_call_error(call, r, "slot %u: egress allow-list: %s", s->index, strerror(-r));
+}
+
 void
 netnsd_pool_available(struct pool *p, void *ud)
 {
@@ -123,9 +142,9 @@ netnsd_pool_available(struct pool *p, void *ud)
 	while (n->waiters) {
 		struct slot *s;
 		struct claim_waiter *w = n->waiters;
-		if (pool_claim(p, w->allow_outbound, &s) < 0)
+		if (pool_claim(p, w->egress.mode == EGRESS_ON, &s) < 0)
 			return;
-		claim_reply(w->call, s);
+		claim_finish(n, w->call, s, &w->egress);
 		waiter_free(n, w);
 	}
 }
@@ -137,6 +156,12 @@ handle_claim(struct ipc_call *call, void *ud)
 	const Warren__V1__ClaimSlotRequest *q = call->req->claim_slot;
 	if (q->timeout_ms > 600000)
 		return ipc_call_error(call, -EINVAL, "timeout_ms above 600000");
+	/* the policy the claim carries, parsed here again; empty: allow_outbound, as before */
+	struct egress_policy egress = {.mode = q->allow_outbound ? EGRESS_ON : EGRESS_OFF};
+	char why[200];
+	if (q->egress && q->egress[0] &&
+	    egress_policy_parse(q->egress, &egress, why, sizeof why) < 0)
+		return ipc_call_error(call, -EINVAL, "%s", why);
 	/* the host's memory is the bound of a growing pool: a create it cannot hold without
 	 * swapping is refused now rather than pushing every sandbox into swap */
 	const struct pool_policy *pol = pool_policy(n->pool);
@@ -151,10 +176,12 @@ handle_claim(struct ipc_call *call, void *ud)
 			(unsigned long long)(pol->reserve_bytes >> 20),
 			(unsigned long long)(pol->slot_bytes >> 20));
 	struct slot *s;
-	int r = n->waiters ? -EAGAIN : pool_claim(n->pool, q->allow_outbound, &s);
+	int r = n->waiters ? -EAGAIN : pool_claim(n->pool, egress.mode == EGRESS_ON, &s);
 	if (r == 0) {
 		fault_point("claim");
-		claim_reply(call, s);
+		if (egress.mode == EGRESS_LIST)
+			return netnsd_egress_claim(n, call, s, &egress);
+		netnsd_claim_reply(n, call, s);
 		return 0;
 	}
 	if (r != -EAGAIN)
@@ -173,7 +200,7 @@ handle_claim(struct ipc_call *call, void *ud)
 	if (!w)
 		return -ENOMEM;
 	w->n = n;
-	w->allow_outbound = q->allow_outbound;
+	w->egress = egress;
 	w->call = ipc_call_defer(call);
 	w->timer = evtimer_new(n->dc.base, waiter_timeout, w);
 	struct timeval tv = {q->timeout_ms / 1000, (q->timeout_ms % 1000) * 1000};
@@ -221,11 +248,8 @@ handle_release(struct ipc_call *call, void *ud)
 		if (sb->slot == idx)
 			return ipc_call_error(call, -EBUSY, "slot %u still runs sandbox %s", idx,
 					      sb->id);
-	int r = pool_release(n->pool, idx);
-	if (r < 0)
-		return r;
-	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
-	return ipc_call_reply(call, &resp, NULL, 0);
+	/* a slot with an allow-list loses its chain before it is free (netnsd-egress.c) */
+	return netnsd_egress_release(n, idx, call);
 }
 
 /* Forward a validated request to the spawner and relay its answer (with any fds). */
@@ -647,6 +671,7 @@ const struct ipc_handler netnsd_handlers[] = {
 	{WARREN__V1__REQUEST__BODY_CLAIM_SLOT, 0, IPC_NEEDS_READY, handle_claim},
 	{WARREN__V1__REQUEST__BODY_RELEASE_SLOT, 0, IPC_NEEDS_READY, handle_release},
 	{WARREN__V1__REQUEST__BODY_POOL_RESERVE, 0, IPC_NEEDS_READY, handle_pool_reserve},
+	{WARREN__V1__REQUEST__BODY_SET_EGRESS, 0, IPC_NEEDS_READY, netnsd_handle_set_egress},
 	{WARREN__V1__REQUEST__BODY_SPAWN_SANDBOX, 1, IPC_NEEDS_READY, handle_spawn},
 	{WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX, 0, IPC_NEEDS_READY, handle_destroy},
 	{WARREN__V1__REQUEST__BODY_EXEC, 0, IPC_NEEDS_READY, handle_exec},

@@ -24,7 +24,7 @@ netnsd_remove_all(const char *runtime_dir, const char *cgroup_parent, const char
 	if (lock < 0)
 		return log_error_errno(lock, "Cannot lock %s/lock: %m", runtime_dir);
 	cgroup_clear_children(cgroup_parent);
-	const char *sub[] = {"runsc", "bundles", "sandboxes", "slots"};
+	const char *sub[] = {"runsc", "bundles", "sandboxes", "slots", "egress"};
 	char path[512];
 	for (size_t i = 0; i < ELEMENTSOF(sub); i++) {
 		snprintf(path, sizeof path, "%s/%s", runtime_dir, sub[i]);

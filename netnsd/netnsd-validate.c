@@ -4,6 +4,7 @@
  * made by the spawner, the side that writes into it as root (spawner/image-proof.c); netnsd runs
  * under its own uid, cannot read snapshotd's 0700 store and has no openat2 in its filter. */
 #include "backend.h"
+#include "egress-policy.h"
 #include "netnsd-validate.h"
 #include "log.h"
 #include "macro.h"
@@ -100,6 +101,16 @@ netnsd_validate_pool_reserve(const Warren__V1__PoolReserveRequest *q, char *why,
 	if (!q || q->count == 0)
 		return why_err(-EINVAL, why, size, "a reservation of 0 creates");
 	return 0;
+}
+
+int
+netnsd_validate_set_egress(const Warren__V1__SetEgressRequest *q, struct egress_policy *p,
+			   char *why, size_t size)
+{
+	if (!q || !q->policy)
+		return why_err(-EINVAL, why, size, "missing egress policy");
+	/* the whole text is parsed here again: the supervisor's check is not relied on */
+	return egress_policy_parse(q->policy, p, why, size);
 }
 
 int

@@ -23,6 +23,12 @@ int netnsd_validate_exec(const Warren__V1__ExecRequest *q, char *why, size_t siz
  * pool bounds the reservation, pool_policy_reserve). */
 int netnsd_validate_pool_reserve(const Warren__V1__PoolReserveRequest *q, char *why, size_t size);
 
+/* A SetEgress: the policy parsed into p (common/egress-policy.h's bounds: entries, prefix,
+ * port, characters). The slot is the dispatch's to check (claimed). */
+struct egress_policy;
+int netnsd_validate_set_egress(const Warren__V1__SetEgressRequest *q, struct egress_policy *p,
+			       char *why, size_t size);
+
 /* An image directory fd for a checkpoint or a restore: a directory (fstat). Nothing more can be
  * known here; the spawner proves it is snapshotd's before using it (spawner/image-proof.h).
  * 0 or -errno with why filled. */

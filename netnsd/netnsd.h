@@ -40,6 +40,17 @@ extern const unsigned netnsd_n_handlers;
 void netnsd_pool_available(struct pool *p, void *ud);
 void netnsd_spawner_event(const IpcResponse *ev, void *ud);
 
+/* netnsd-dispatch.c: answer a claim with the slot (and its namespace fd) */
+void netnsd_claim_reply(struct netnsd *n, struct ipc_call *call, struct slot *s);
+/* netnsd-egress.c: SetEgress; a claim's allow-list (loaded before the claim is answered, then
+ * the slot may leave); a release that removes the slot's allow-list chain first (call NULL:
+ * nobody waits). Each returns IPC_DEFER, 0, or -errno with call unanswered. */
+int netnsd_handle_set_egress(struct ipc_call *call, void *ud);
+struct egress_policy;
+int netnsd_egress_claim(struct netnsd *n, struct ipc_call *call, struct slot *s,
+			const struct egress_policy *p);
+int netnsd_egress_release(struct netnsd *n, unsigned idx, struct ipc_call *call);
+
 /* netnsd-remove.c: --remove-all */
 int netnsd_remove_all(const char *runtime_dir, const char *cgroup_parent, const char *prefix,
 		      const struct isolation_config *iso);

@@ -438,6 +438,15 @@ pool_release(struct pool *p, unsigned index)
 }
 
 int
+pool_slot_outbound(struct pool *p, unsigned index, bool outbound)
+{
+	if (index >= p->cfg.size || !p->slots[index].built || !p->slots[index].claimed)
+		return -ENOENT;
+	return nl_link_set(p->host_nl, p->slots[index].host_ifindex, true,
+			   outbound ? ISOLATION_OUTBOUND_GROUP : 0);
+}
+
+int
 pool_slot_refresh(struct pool *p, unsigned index)
 {
 	if (index >= p->cfg.size || !p->slots[index].built || !p->slots[index].claimed)

@@ -17,6 +17,9 @@ struct slot {
 	bool quarantined;  /* claimed before a restart, no runtime: until the supervisor releases it
 			    * or its re-sync is over (pool_quarantine_end) */
 	uint64_t free_since_us; /* built or released then: a dynamic pool takes idle ones down */
+	/* the slot may have an egress allow-list chain (egress.h): set before the spawner is asked
+	 * to write one, cleared once it removed it; a slot with it is never released without */
+	bool egress_list;
 	uint32_t host_addr, sandbox_addr; /* network order */
 	char host_ifname[16];
 	int host_ifindex;
@@ -56,6 +59,8 @@ int pool_claim(struct pool *p, bool allow_outbound, struct slot **out);
  * the reservation held now, *target the slots built up to. */
 unsigned pool_reserve(struct pool *p, uint32_t count, uint64_t mem_available, unsigned *target);
 int pool_release(struct pool *p, unsigned index);
+/* Put a claimed slot's host veth in the outbound link group, or take it out (SetEgress). */
+int pool_slot_outbound(struct pool *p, unsigned index, bool outbound);
 /* Set the slot's address and route again (gVisor took them when a previous runtime started):
  * before a checkpointed sandbox is restored into its own slot. */
 int pool_slot_refresh(struct pool *p, unsigned index);

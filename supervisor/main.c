@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "privdrop.h"
+#include "sandbox-egress.h"
 #include "supervisor.h"
 
 #include <limits.h>
@@ -71,6 +72,7 @@ static void
 sandbox_forgotten(const struct sandbox *sb)
 {
 	lifetime_forget(sb);
+	sandbox_egress_forget(sb);
 }
 
 static const struct sandbox_hooks sandbox_hooks = {
@@ -232,6 +234,7 @@ main(int argc, char **argv)
 	sandbox_hooks_set(&sandbox_hooks);
 	sandboxes_load(&s);
 	lifetime_load(&s);
+	sandbox_egress_load(&s);
 	if ((r = bus_errors_init()) < 0)
 		return log_error_errno(r, "D-Bus error map: %m"), 1;
 	if ((r = manager_dbus_init(&s)) < 0 || (r = sandbox_dbus_init(&s)) < 0)

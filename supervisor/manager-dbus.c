@@ -5,6 +5,7 @@
 #include "macro.h"
 #include "dbus-input.h"
 #include "owner.h"
+#include "sandbox-egress.h"
 #include "snapshotd-client.h"
 #include "supervisor.h"
 
@@ -49,11 +50,16 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 			r = sd_bus_message_read(m, "v", "u", &start_timeout);
 		else if (!strcmp(key, "backend"))
 			r = sd_bus_message_read(m, "v", "s", &backend);
-		else
+		else if (!strcmp(key, "egress")) {
+			/* checked here; the create reads it again (sandbox_egress_for_create) */
+			char egress[EGRESS_POLICY_MAX];
+			if ((r = sandbox_egress_option(m, key, egress, sizeof egress, err)) < 0)
+				return r;
+		} else
 			return sd_bus_error_setf(
 				err, ERR("InvalidArgument"),
 				"Unknown option '%s' (known: wait, pool_timeout_ms, "
-				"start_timeout_ms, backend)",
+				"start_timeout_ms, backend, egress)",
 				key);
 		if (r < 0)
 			return sd_bus_error_setf(err, ERR("InvalidArgument"),
@@ -192,7 +198,7 @@ method_add_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 		else if ((r = template_option_read(m, key, t, err)) == 0)
 			r = sd_bus_error_setf(
 				err, ERR("InvalidArgument"),
-				"Unknown option '%s' (known: allow_outbound, idle_ms, "
+				"Unknown option '%s' (known: allow_outbound, egress, idle_ms, "
 				"warm, standby, pids, cpu_millis, env, cwd, user)",
 				key);
 		if (r < 0)

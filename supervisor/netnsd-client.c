@@ -142,3 +142,13 @@ netnsd_client_check_rootfs(Warren__V1__CheckRootfsRequest *q, unsigned timeout_m
 	req.check_rootfs = q;
 	return helper_call(HELPER_NETNSD, &req, NULL, 0, timeout_ms, cb, ud);
 }
+
+int
+netnsd_client_set_egress(Warren__V1__SetEgressRequest *q, unsigned timeout_ms, ipc_reply_fn cb,
+			 void *ud)
+{
+	IpcRequest req = WARREN__V1__REQUEST__INIT;
+	req.body_case = WARREN__V1__REQUEST__BODY_SET_EGRESS;
+	req.set_egress = q;
+	return helper_call(HELPER_NETNSD, &req, NULL, 0, timeout_ms, cb, ud);
+}

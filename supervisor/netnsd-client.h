@@ -31,3 +31,5 @@ int netnsd_client_checkpoint_sandbox(Warren__V1__CheckpointSandboxRequest *q, co
 				     size_t n_fds, unsigned timeout_ms, ipc_reply_fn cb, void *ud);
 int netnsd_client_check_rootfs(Warren__V1__CheckRootfsRequest *q, unsigned timeout_ms,
 			       ipc_reply_fn cb, void *ud);
+int netnsd_client_set_egress(Warren__V1__SetEgressRequest *q, unsigned timeout_ms, ipc_reply_fn cb,
+			     void *ud);

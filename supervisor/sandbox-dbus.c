@@ -10,6 +10,7 @@
 #include "lifetime.h"
 #include "logs.h"
 #include "owner.h"
+#include "sandbox-egress.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -119,6 +120,22 @@ method_set_timeout(sd_bus_message *m, void *ud, sd_bus_error *err)
 	return sd_bus_reply_method_return(m, "");
 }
 
+/* SetEgress(policy): "off", "on" or "CIDR[:PORT],..." (sandbox-egress.c); root and the owner */
+static int
+method_set_egress(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int r = dbus_input_check(m, err);
+	if (r < 0)
+		return r;
+	struct sandbox *sb = ud;
+	if ((r = owner_check(m, sb, "set the egress policy of", err)) < 0)
+		return r;
+	const char *policy;
+	if ((r = sd_bus_message_read(m, "s", &policy)) < 0)
+		return r;
+	return sandbox_egress_set(sb, policy, m, err);
+}
+
 static int
 method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
@@ -156,6 +173,8 @@ property_get_string(sd_bus *bus, const char *path, const char *iface, const char
 		return sd_bus_message_append(reply, "s", sb->address);
 	if (!strcmp(prop, "Image"))
 		return sd_bus_message_append(reply, "s", sb->restoring_tag);
+	if (!strcmp(prop, "Egress"))
+		return sd_bus_message_append(reply, "s", sandbox_egress_of(sb));
 	if (!strcmp(prop, "TimeoutAction"))
 		return sd_bus_message_append(reply, "s", lifetime_action_of(sb->id));
 	if (!strcmp(prop, "URL")) {
@@ -227,6 +246,7 @@ static const sd_bus_vtable sandbox_vtable[] = {
 			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("TimeoutAction", "s", property_get_string, 0,
 			SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("Egress", "s", property_get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_METHOD_WITH_NAMES("AgentToken", "", , "s", SD_BUS_PARAM(token), method_agent_token,
 				 SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD("Destroy", "", "", method_destroy, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -240,6 +260,8 @@ static const sd_bus_vtable sandbox_vtable[] = {
 	SD_BUS_METHOD("Freeze", "", "", method_freeze, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("OpenLogs", "a{sv}", SD_BUS_PARAM(options), "h", SD_BUS_PARAM(fd),
 				 method_open_logs, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("SetEgress", "s", SD_BUS_PARAM(policy), "", , method_set_egress,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("SetTimeout", "ts", SD_BUS_PARAM(seconds) SD_BUS_PARAM(action), "",
 				 , method_set_timeout, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("Snapshot", "s", SD_BUS_PARAM(tag), "st",

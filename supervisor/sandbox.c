@@ -12,6 +12,7 @@
 #include "agent-token.h"
 #include "logs.h"
 #include "metrics.h"
+#include "sandbox-egress.h"
 #include "supervisor.h"
 
 #include <fcntl.h>
@@ -581,7 +582,12 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	sb->start_timeout_ms = start_timeout_ms ? start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
 	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
-	q.allow_outbound = t->allow_outbound;
+	/* the create's egress policy, else the template's; allow_outbound for a netnsd that
+	 * knows only that (an allow-list is then "off" there: never more open) */
+	sandbox_egress_for_create(m, t, sb->egress, sizeof sb->egress);
+	sandbox_egress_record(sb);
+	q.egress = sb->egress;
+	q.allow_outbound = !strcmp(sb->egress, "on");
 	char *cid = strdup(id); /* claim_done's: it finds the sandbox again by id */
 	int r = cid ? netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done, cid) : -ENOMEM;
 	if (r < 0) {

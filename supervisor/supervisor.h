@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "bus-errors.h"
 #include "daemon.h"
+#include "egress-policy.h"
 #include "helper-client.h"
 #include "ipc-client.h"
 #include "names.h"
@@ -29,6 +30,7 @@ struct template
 	unsigned port;
 	uint64_t memory_limit;
 	bool allow_outbound;
+	char *egress;	  /* its sandboxes' egress policy, canonical; NULL: allow_outbound's */
 	uint32_t idle_ms; /* 0: the supervisor's default */
 	bool builtin;
 	bool warm;	  /* creates restore an image of the started app (tag warm-<name>) */
@@ -56,7 +58,8 @@ struct sandbox {
 	enum sandbox_state state;
 	char reason[256];
 	char address[16];
-	int slot; /* -1 none */
+	char egress[EGRESS_POLICY_MAX]; /* canonical (sandbox-egress.c); "": its template's */
+	int slot;			/* -1 none */
 	int nsfd;
 	int pid;
 	uint64_t created_usec;					      /* realtime */

@@ -6,6 +6,7 @@
  * image's command, env, working directory, user and port, overridden by the caller's options).
  * Only one import runs at a time (importd's rule; a second gets TemplateBusy at once). */
 #include "dbus-input.h"
+#include "sandbox-egress.h"
 #include "log.h"
 #include "macro.h"
 #include "supervisor.h"
@@ -326,7 +327,7 @@ method_import_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 			r = sd_bus_error_setf(
 				err, ERR("InvalidArgument"),
 				"Unknown option '%s' (known: reference, vm_image, argv, "
-				"port, memory_limit, allow_outbound, idle_ms, warm, "
+				"port, memory_limit, allow_outbound, egress, idle_ms, warm, "
 				"standby, env, cwd, user)",
 				key);
 		}
@@ -413,6 +414,7 @@ method_get_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 	sd_bus_message_append(reply, "{sv}", "port", "q", (uint16_t)t->port);
 	sd_bus_message_append(reply, "{sv}", "memory_limit", "t", t->memory_limit);
 	sd_bus_message_append(reply, "{sv}", "allow_outbound", "b", (int)t->allow_outbound);
+	sd_bus_message_append(reply, "{sv}", "egress", "s", sandbox_egress_of_template(t));
 	sd_bus_message_append(reply, "{sv}", "idle_ms", "u", t->idle_ms);
 	sd_bus_message_append(reply, "{sv}", "warm", "b", (int)t->warm);
 	sd_bus_message_append(reply, "{sv}", "standby", "u", t->standby);

@@ -2,6 +2,7 @@
  * ImportTemplate options that set them, and what a spawn hands netnsd. Every string is checked
  * as every D-Bus string is (dbus-input.c ran first) and again by template_record_check before a
  * template is saved; netnsd checks them once more. */
+#include "sandbox-egress.h"
 #include "supervisor.h"
 #include "template-record.h"
 
@@ -77,6 +78,14 @@ template_option_read(sd_bus_message *m, const char *key, struct template *t, sd_
 		free(t->cwd);
 		t->cwd = strdup(cwd);
 		return t->cwd ? 1 : -ENOMEM;
+	}
+	if (!strcmp(key, "egress")) {
+		char egress[EGRESS_POLICY_MAX];
+		if ((r = sandbox_egress_option(m, key, egress, sizeof egress, err)) < 0)
+			return r;
+		free(t->egress);
+		t->egress = strdup(egress);
+		return t->egress ? 1 : -ENOMEM;
 	}
 	if (!strcmp(key, "user")) {
 		const char *user;

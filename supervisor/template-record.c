@@ -4,6 +4,7 @@
  * parsed strictly and every field checked again: a record that is not exactly what this code
  * writes is refused whole (the caller logs it), never half-applied. */
 #include "template-record.h"
+#include "egress-policy.h"
 #include "names.h"
 
 #include <errno.h>
@@ -48,6 +49,10 @@ template_record_check(const struct template_record *r, char *why, size_t whylen)
 		return why_set(why, whylen, -EINVAL, "port %u is not 1-65535", r->port);
 	if (r->memory_limit < TEMPLATE_MEMORY_MIN || r->memory_limit > TEMPLATE_MEMORY_MAX)
 		return why_set(why, whylen, -EINVAL, "memory limit out of range");
+	char canon[EGRESS_POLICY_MAX];
+	if (r->egress && (egress_policy_canonical(r->egress, canon, sizeof canon, NULL, 0) < 0 ||
+			  strcmp(canon, r->egress)))
+		return why_set(why, whylen, -EINVAL, "the egress policy is not valid");
 	if (r->standby > TEMPLATE_STANDBY_MAX)
 		return why_set(why, whylen, -EINVAL, "standby is at most %d", TEMPLATE_STANDBY_MAX);
 	if (r->pids_max && (r->pids_max < TEMPLATE_PIDS_MIN || r->pids_max > TEMPLATE_PIDS_MAX))
@@ -135,6 +140,8 @@ template_record_format(const struct template_record *r, char **out, size_t *len)
 		fprintf(f, "uid=%u\ngid=%u\n", r->uid, r->gid);
 	if (r->imported)
 		fputs("imported=1\n", f);
+	if (r->egress) /* canonical: digits, '.', '/', ':', ',' and the words off, on */
+		fprintf(f, "egress=%s\n", r->egress);
 	if (fclose(f) != 0) {
 		free(*out);
 		*out = NULL;
@@ -154,6 +161,7 @@ template_record_clear(struct template_record *r)
 		free(r->env[i]);
 	free(r->env);
 	free(r->cwd);
+	free(r->egress);
 	memset(r, 0, sizeof *r);
 }
 
@@ -239,12 +247,13 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 		K_UID,
 		K_GID,
 		K_IMPORTED,
+		K_EGRESS,
 		K_MAX
 	};
 	static const char *const keys[K_MAX] = {
-		"format",  "rootfs", "port",	"memory",  "allow_outbound",
-		"idle_ms", "warm",   "standby", "pids",	   "cpu_millis",
-		"cwd",	   "uid",    "gid",	"imported"};
+		"format",  "rootfs", "port",	"memory",   "allow_outbound",
+		"idle_ms", "warm",   "standby", "pids",	    "cpu_millis",
+		"cwd",	   "uid",    "gid",	"imported", "egress"};
 	bool seen[K_MAX] = {0};
 	bool escaped = false;
 	size_t pos = 0, line = 0;
@@ -377,6 +386,10 @@ template_record_parse(const char *buf, size_t len, struct template_record *r, ch
 		case K_CWD:
 			r->cwd = value_dup(v, vn, escaped);
 			ok = r->cwd != NULL;
+			break;
+		case K_EGRESS: /* canonical or refused: template_record_check below */
+			r->egress = value_dup(v, vn, escaped);
+			ok = r->egress != NULL;
 			break;
 		case K_UID:
 			ok = parse_uint(v, vn, TEMPLATE_ID_MAX, &x);

@@ -40,6 +40,7 @@ struct template_record {
 	bool user_set;
 	uint32_t uid, gid;
 	bool imported; /* its tree was made by warren-importd (removed with it) */
+	char *egress;  /* its sandboxes' egress policy, canonical; NULL: allow_outbound's */
 };
 /* An environment entry: KEY=value, KEY not empty and without '=' (checked as every string). */
 bool template_env_valid(const char *e);

@@ -78,6 +78,7 @@ template_to_record(const struct template *t)
 					.env = t->env,
 					.envc = t->envc,
 					.cwd = t->cwd,
+					.egress = t->egress,
 					.user_set = t->user_set,
 					.uid = t->uid,
 					.gid = t->gid,
@@ -164,6 +165,7 @@ template_load_one(struct supervisor *s, const char *dir, const char *name)
 	t->env = rec.env;
 	t->envc = rec.envc;
 	t->cwd = rec.cwd;
+	t->egress = rec.egress;
 	t->user_set = rec.user_set;
 	t->uid = rec.uid;
 	t->gid = rec.gid;
@@ -296,6 +298,7 @@ template_free(struct template *t)
 		free(t->env[i]);
 	free(t->env);
 	free(t->cwd);
+	free(t->egress);
 	free(t);
 }
 

@@ -6,6 +6,7 @@
  * With the template option standby=N, N sandboxes per backend are kept restored ahead. */
 #include "log.h"
 #include "macro.h"
+#include "sandbox-egress.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -193,7 +194,12 @@ warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, const c
 	    uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait)
 {
 	unsigned have;
-	struct sandbox *sb = t->standby ? standby_find(t->name, backend, true, &have) : NULL;
+	/* a standby has the template's egress policy: a create that asks for another one starts
+	 * its own sandbox rather than have the template's for a moment */
+	char egress[EGRESS_POLICY_MAX];
+	bool own_egress = sandbox_egress_for_create(m, t, egress, sizeof egress);
+	struct sandbox *sb =
+		t->standby && !own_egress ? standby_find(t->name, backend, true, &have) : NULL;
 	if (sb) {
 		sandbox_take_standby(sb, m);
 		m = NULL; /* answered: what follows only restores the next standby */

@@ -16,6 +16,7 @@
 #include "spawn.h"
 #include "adopt.h"
 #include "cgroup.h"
+#include "egress.h"
 #include "fault.h"
 #include "log-ring.h"
 #include "microvm.h"
@@ -1155,6 +1156,24 @@ handle_check_rootfs(struct ipc_call *call, void *ud)
 	return ipc_call_reply(call, &resp, NULL, 0);
 }
 
+/* An egress allow-list's chain and record for a slot (egress.c), or their removal: netnsd has
+ * checked the slot is claimed; the policy is parsed again here, where nft runs as root. */
+static int
+handle_set_egress(struct ipc_call *call, void *ud)
+{
+	const Warren__V1__SetEgressRequest *q = call->req->set_egress;
+	struct egress_policy p;
+	char why[200];
+	if (q->slot >= ADOPT_MAX_SLOTS || !q->policy ||
+	    egress_policy_parse(q->policy, &p, why, sizeof why) < 0)
+		return ipc_call_error(call, -EINVAL, "bad egress request for slot %u", q->slot);
+	int r = egress_apply(cfg->isolation, q->slot, &p);
+	if (r < 0)
+		return ipc_call_error(call, r, "slot %u: egress chain: %s", q->slot, strerror(-r));
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
 static int
 handle_spawn(struct ipc_call *call, void *ud)
 {
@@ -1613,6 +1632,7 @@ static const struct ipc_handler spawner_table[] = {
 	{WARREN__V1__REQUEST__BODY_RESTORE_SANDBOX, 2, 0, handle_restore},
 	{WARREN__V1__REQUEST__BODY_CHECK_ROOTFS, 0, 0, handle_check_rootfs},
 	{WARREN__V1__REQUEST__BODY_OPEN_LOGS, 0, 0, handle_open_logs},
+	{WARREN__V1__REQUEST__BODY_SET_EGRESS, 0, 0, handle_set_egress},
 };
 
 /* warren-agent beside netnsd's binary (the spawner is netnsd's fork): a root-owned regular file

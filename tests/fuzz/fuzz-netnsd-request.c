@@ -30,6 +30,7 @@
 
 #include "backend.h"
 #include "cgroup.h"
+#include "egress-policy.h"
 #include "fileio.h"
 #include "image-layout.h"
 #include "image-proof.h"
@@ -81,6 +82,15 @@ pool_release(struct pool *p, unsigned index)
 {
 	CHECK(index < N_SLOTS && p->slots[index].claimed);
 	p->slots[index].claimed = false;
+	return 0;
+}
+
+/* SetEgress and a claim's allow-list: only a claimed slot's group is ever set */
+int
+pool_slot_outbound(struct pool *p, unsigned index, bool outbound)
+{
+	(void)outbound;
+	CHECK(index < N_SLOTS && p->slots[index].claimed);
 	return 0;
 }
 
@@ -322,6 +332,14 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 		CHECK(n_fds == 0 && req->check_rootfs->rootfs[0] == '/' &&
 		      path_is_inside(req->check_rootfs->rootfs, n.templates_dir));
 		break;
+	case WARREN__V1__REQUEST__BODY_SET_EGRESS: {
+		/* nft runs as root on what this carries: a claimed slot, a policy that parses */
+		struct egress_policy ep;
+		CHECK(n_fds == 0 && req->set_egress->slot < N_SLOTS &&
+		      fake_pool.slots[req->set_egress->slot].claimed);
+		CHECK(egress_policy_parse(req->set_egress->policy, &ep, NULL, 0) == 0);
+		break;
+	}
 	case WARREN__V1__REQUEST__BODY_EXEC:
 		CHECK(n_fds == 0 && sandbox_id_valid(req->exec->id) && req->exec->n_argv > 0 &&
 		      req->exec->n_argv <= NETNSD_MAX_ARGS);

@@ -12,6 +12,8 @@
  *   ipc-poke SOCKET checkpoint ID DIR       (netnsd: checkpoint sandbox ID into DIR's fd)
  *   ipc-poke SOCKET pool-reserve COUNT    (netnsd: announce COUNT creates, any 32-bit value;
  *                                            prints "reserved R target T" or "error ERRNO MSG")
+ *   ipc-poke SOCKET set-egress SLOT POLICY  (netnsd: prints "ok", "error ERRNO MSG" or
+ *                                            "dropped")
  *   ipc-poke SOCKET slot-ns ID SLOT         (netnsd: prints "ns INODE" of the fd it gives back,
  *                                            or "error ERRNO MESSAGE")
  * With IPC_POKE_USER=NAME in the environment (started as root), DIR is opened first and the
@@ -321,6 +323,29 @@ main(int argc, char **argv)
 			return 1;
 		}
 		printf("ns %llu\n", (unsigned long long)nst.st_ino);
+		return 0;
+	}
+	if (!strcmp(mode, "set-egress") && argc >= 5) {
+		Warren__V1__SetEgressRequest eq = WARREN__V1__SET_EGRESS_REQUEST__INIT;
+		eq.slot = (uint32_t)strtoul(argv[3], NULL, 0);
+		eq.policy = argv[4];
+		req.body_case = WARREN__V1__REQUEST__BODY_SET_EGRESS;
+		req.set_egress = &eq;
+		ipc_send(fd, &req.base, NULL, 0);
+		IpcResponse *resp = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n = 0;
+		int r = await(fd, &resp, fds, &n);
+		if (r == -ECONNRESET) {
+			printf("dropped\n");
+			return 1;
+		}
+		if (r < 0 || resp->error) {
+			printf("error %d %s\n", r < 0 ? r : resp->error,
+			       r < 0 ? strerror(-r) : resp->message);
+			return 1;
+		}
+		printf("ok\n");
 		return 0;
 	}
 	if (!strcmp(mode, "pool-reserve") && argc >= 4) {

@@ -76,6 +76,28 @@ start_e2b
 END2=$(curl -fsS "${hdr[@]}" "$API/sandboxes/$ID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["endAt"])')
 expect "after a kill -9 and a restart the sandbox keeps its lifetime ($END1)" test "$END1" = "$END2"
 
+# --- allow_internet_access: false creates the sandbox with egress off; true (E2B's default)
+# keeps the template's policy, here on (a template with allow_outbound: the positive control) ---
+mgr AddTemplate ssasqta{sv} -- e2bout /var/lib/warren/templates/web/rootfs 7 /bin/busybox httpd \
+	-f -p 8080 -h /www 8080 67108864 1 allow_outbound b true >/dev/null
+egress_of_create() { # egress_of_create JSON-FIELDS: the Egress property of the sandbox made,
+	# which is then killed (the state-file checks below count on one record)
+	local code id
+	code=$(status "${hdr[@]}" -d '{"templateID":"e2bout","timeout":600'"$1"'}' "$API/sandboxes")
+	[ "$code" = 201 ] || fail "create ($1): $code $(cat "$T/body")"
+	id=$(python3 -c "import json; print(json.load(open('$T/body'))['sandboxID'])")
+	sbprop "$id" Egress
+	code=$(status -X DELETE "${hdr[@]}" "$API/sandboxes/$id")
+	[ "$code" = 204 ] || fail "kill $id: $code"
+	wait_for 20 bash -c "! busctl --system get-property org.warren.Warren1 \
+		/org/warren/Warren1/sandbox/$id org.warren.Warren1.Sandbox State" ||
+		fail "sandbox $id is not gone from Warren"
+}
+expect "allow_internet_access true keeps the template's egress (on)" \
+	test "$(egress_of_create ',"allow_internet_access":true')" = on
+expect "allow_internet_access false: the sandbox's egress is off" \
+	test "$(egress_of_create ',"allow_internet_access":false')" = off
+
 # --- hostile input: nothing malformed reaches D-Bus; positive controls first ---
 bad() { # bad DESCRIPTION EXPECTED-STATUS BODY
 	local n0 n1 code

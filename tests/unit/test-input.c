@@ -214,6 +214,14 @@ test_record_load_refuses(void **state)
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nuid=1000\n"), -EBADMSG); /* no gid */
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nuid=70000\ngid=1\n"), -EBADMSG);
 	assert_int_equal(parse("format=2\n" BASE "arg=x\nimported=2\n"), -EBADMSG);
+	/* the egress policy: canonical only (what the supervisor writes), once */
+	assert_int_equal(parse("format=2\n" BASE "arg=x\negress=10.0.0.0/8:443,192.0.2.7\n"), 0);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\negress=off\n"), 0);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\negress=10.0.0.1/8\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\negress=1.2.3.4/33\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\negress=1.2.3.4%0A\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\negress=\n"), -EBADMSG);
+	assert_int_equal(parse("format=2\n" BASE "arg=x\negress=on\negress=off\n"), -EBADMSG);
 	{
 		char *e = malloc(16384);
 		strcpy(e, "format=2\n" BASE "arg=x\n");
@@ -236,7 +244,8 @@ test_record_load_refuses(void **state)
 					    .user_set = true,
 					    .uid = 7,
 					    .gid = 8,
-					    .imported = true};
+					    .imported = true,
+					    .egress = "192.0.2.0/24:443"};
 		char *buf = NULL;
 		size_t len = 0;
 		assert_int_equal(template_record_format(&w, &buf, &len), 0);
@@ -246,6 +255,7 @@ test_record_load_refuses(void **state)
 		assert_string_equal(rr.env[1], "B=two words");
 		assert_string_equal(rr.cwd, "/srv");
 		assert_true(rr.user_set && rr.uid == 7 && rr.gid == 8 && rr.imported);
+		assert_string_equal(rr.egress, "192.0.2.0/24:443");
 		template_record_clear(&rr);
 		free(buf);
 	}

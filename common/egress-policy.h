@@ -1,0 +1,43 @@
+/* A sandbox's egress policy (issue #15): "off", "on", or an allow-list of IPv4 CIDR[:port]
+ * entries. Parsed and written back in one canonical form by every process that handles one: the
+ * supervisor (D-Bus input, its records), netnsd (the request it validates) and its spawner (the
+ * nftables chain it writes, the record a restarted netnsd re-applies). Pure: no I/O. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Each entry is two nftables rules (tcp, udp) or one: a small bound keeps a slot's chain, the
+ * record and the D-Bus property small. */
+#define EGRESS_MAX_ENTRIES 16
+/* Longest text accepted or written, with its NUL: 16 entries of "255.255.255.255/32:65535,"
+ * (25 bytes) fit. */
+#define EGRESS_POLICY_MAX 512
+
+enum egress_mode {
+	EGRESS_OFF,  /* nothing leaves the sandbox (the link group stays out of the outbound one) */
+	EGRESS_ON,   /* the world, less the default deny list (isolation.c) */
+	EGRESS_LIST, /* only the entries, even where the deny list would refuse them */
+};
+
+struct egress_entry {
+	uint32_t addr;	/* network order, host bits cleared */
+	uint8_t prefix; /* 0-32 */
+	uint16_t port;	/* 1-65535 for TCP and UDP only, 0: any protocol and port */
+};
+
+struct egress_policy {
+	enum egress_mode mode;
+	size_t n;
+	struct egress_entry e[EGRESS_MAX_ENTRIES];
+};
+
+/* "off", "on" or "CIDR[:PORT],..." (an address alone is a /32; spaces after a comma are
+ * skipped). Refuses anything else: control characters, more than EGRESS_MAX_ENTRIES entries, a
+ * prefix above 32, a port outside 1-65535, an empty entry. 0 or -EINVAL with why filled. */
+int egress_policy_parse(const char *s, struct egress_policy *p, char *why, size_t size);
+/* The canonical text ("10.0.0.0/8:443,192.0.2.7"): what records and properties hold. 0, or
+ * -ENOSPC when size is too small. */
+int egress_policy_format(const struct egress_policy *p, char *buf, size_t size);
+/* Parse then format: s in its canonical form in buf. */
+int egress_policy_canonical(const char *s, char *buf, size_t size, char *why, size_t why_size);

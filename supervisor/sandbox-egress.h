@@ -1,0 +1,38 @@
+/* Sandboxes' egress policies (sandbox-egress.c, supervisor): the CreateSandbox and AddTemplate
+ * option, the SetEgress method and Egress property of a Sandbox, and the record a restarted
+ * supervisor reads back. netnsd enforces them (and checks them again). */
+#pragma once
+#include <stddef.h>
+#include <systemd/sd-bus.h>
+
+#include "egress-policy.h"
+
+struct supervisor;
+struct sandbox;
+struct template;
+
+#define EGRESS_DIR "egress"
+
+/* A D-Bus option's value (v of s) as a canonical policy into out: 0, or <0 with err set
+ * (InvalidArgument, with the parser's reason). */
+int sandbox_egress_option(sd_bus_message *m, const char *key, char *out, size_t size,
+			  sd_bus_error *err);
+/* A template's default: its egress option, else allow_outbound's on or off. */
+const char *sandbox_egress_of_template(const struct template *t);
+/* The policy a new sandbox of t starts with: m's egress option when m is a CreateSandbox that
+ * has one (read again here, after method_create_sandbox checked it), else t's default. True
+ * when m named one that differs from t's (a warm create then takes no standby, which has t's). */
+bool sandbox_egress_for_create(sd_bus_message *m, const struct template *t, char *out, size_t size);
+/* <state-dir>/egress/<id>: written when a sandbox is created and when its policy changes. */
+void sandbox_egress_record(const struct sandbox *sb);
+/* At start, after sandboxes_load: each known sandbox's policy; records of others go. */
+void sandbox_egress_load(struct supervisor *s);
+/* The sandbox is gone for good (sandbox_hooks.forgotten): its record goes. */
+void sandbox_egress_forget(const struct sandbox *sb);
+/* SetEgress (the caller checked the owner): policy checked and made canonical, sent to netnsd;
+ * m is answered when netnsd has applied it (the new policy holds for new connections; conntrack
+ * keeps those already open, as any firewall). 1, or <0 with err set. */
+int sandbox_egress_set(struct sandbox *sb, const char *policy, sd_bus_message *m,
+		       sd_bus_error *err);
+/* The Egress property: the sandbox's policy, or its template's for one from before them. */
+const char *sandbox_egress_of(const struct sandbox *sb);
