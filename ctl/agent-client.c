@@ -1,8 +1,8 @@
 /* warrenctl's HTTP/1.1 client of a sandbox's agent through the gateway (see agent-client.h).
  * Responses are parsed strictly: a head of at most AGENT_HEAD_MAX bytes, one Content-Length or
  * `Transfer-Encoding: chunked` (both, or either twice, refused), chunk sizes of at most 15 hex
- * digits on lines of at most 1 KiB; a body without either runs to the connection's close (the
- * requests say `Connection: close`). Nothing a peer sends can make a buffer grow unbounded. */
+ * digits on lines of at most 1 KiB; a body without either runs to the connection's close.
+ * Nothing a peer sends can make a buffer grow unbounded. */
 #include "agent-client.h"
 
 #include <arpa/inet.h>
@@ -115,7 +115,7 @@ agent_write_chunk(int fd, const void *p, size_t n)
 
 int
 agent_send_head(int fd, const struct agent_target *t, const char *method, const char *target,
-		const char *content_type, int64_t content_length)
+		const char *content_type, int64_t content_length, bool close)
 {
 	char head[2048], len[64];
 	if (content_length >= 0)
@@ -125,11 +125,12 @@ agent_send_head(int fd, const struct agent_target *t, const char *method, const 
 	int n = snprintf(head, sizeof head,
 			 "%s %s HTTP/1.1\r\nHost: %s\r\nE2b-Sandbox-Id: %s\r\n"
 			 "E2b-Sandbox-Port: 49983\r\nX-Warren-Agent-Token: %s\r\n"
-			 "Connect-Protocol-Version: 1\r\nConnection: close\r\n"
+			 "Connect-Protocol-Version: 1\r\n%s"
 			 "%s%s%s%s\r\n",
 			 method, target, t->host, t->id, t->token,
-			 content_type ? "Content-Type: " : "", content_type ? content_type : "",
-			 content_type ? "\r\n" : "", !strcmp(method, "GET") ? "" : len);
+			 close ? "Connection: close\r\n" : "", content_type ? "Content-Type: " : "",
+			 content_type ? content_type : "", content_type ? "\r\n" : "",
+			 !strcmp(method, "GET") ? "" : len);
 	if (n < 0 || (size_t)n >= sizeof head)
 		return -ENAMETOOLONG;
 	return agent_write_all(fd, head, (size_t)n);
@@ -203,10 +204,10 @@ http_resp_read_head(struct http_resp *r, int fd)
 	if (head_len > AGENT_HEAD_MAX)
 		return -EBADMSG;
 	/* status line: HTTP/1.x SP 3DIGIT SP reason */
-	if (head_len < 14 || memcmp(r->buf, "HTTP/1.", 7) || (r->buf[7] != '0' && r->buf[7] != '1') ||
-	    r->buf[8] != ' ' || !isdigit((unsigned char)r->buf[9]) ||
-	    !isdigit((unsigned char)r->buf[10]) || !isdigit((unsigned char)r->buf[11]) ||
-	    (r->buf[12] != ' ' && r->buf[12] != '\r'))
+	if (head_len < 14 || memcmp(r->buf, "HTTP/1.", 7) ||
+	    (r->buf[7] != '0' && r->buf[7] != '1') || r->buf[8] != ' ' ||
+	    !isdigit((unsigned char)r->buf[9]) || !isdigit((unsigned char)r->buf[10]) ||
+	    !isdigit((unsigned char)r->buf[11]) || (r->buf[12] != ' ' && r->buf[12] != '\r'))
 		return -EBADMSG;
 	r->status = (r->buf[9] - '0') * 100 + (r->buf[10] - '0') * 10 + (r->buf[11] - '0');
 	if (r->status < 100)
@@ -330,9 +331,10 @@ http_resp_read_body(struct http_resp *r, void *dst, size_t n)
 		for (; i < ll && isxdigit((unsigned char)p[i]); i++) {
 			if (i >= 15)
 				return -EBADMSG;
-			size = size * 16 + (uint64_t)(isdigit((unsigned char)p[i])
-							      ? p[i] - '0'
-							      : tolower((unsigned char)p[i]) - 'a' + 10);
+			size = size * 16 +
+			       (uint64_t)(isdigit((unsigned char)p[i])
+						  ? p[i] - '0'
+						  : tolower((unsigned char)p[i]) - 'a' + 10);
 		}
 		if (!i || (i < ll && p[i] != ';' && p[i] != ' ' && p[i] != '\t'))
 			return -EBADMSG;
@@ -400,8 +402,8 @@ agent_unary(const struct agent_target *t, const char *method, json_t *req, int *
 		free(body);
 		return fd;
 	}
-	int r = agent_send_head(fd, t, "POST", target, "application/json",
-				(int64_t)strlen(body));
+	int r = agent_send_head(fd, t, "POST", target, "application/json", (int64_t)strlen(body),
+				true);
 	if (r >= 0)
 		r = agent_write_all(fd, body, strlen(body));
 	free(body);
@@ -562,12 +564,16 @@ agent_describe_status(const struct agent_target *t, int status, bool gateway_err
 			snprintf(out, size, "no sandbox %s (it is gone)", t->id);
 			return;
 		case 403:
-			snprintf(out, size, "the gateway refused the agent of sandbox %s (its agent "
-					    "token was not accepted)", t->id);
+			snprintf(out, size,
+				 "the gateway refused the agent of sandbox %s (its agent "
+				 "token was not accepted)",
+				 t->id);
 			return;
 		case 502:
-			snprintf(out, size, "sandbox %s has no agent answering (its template has "
-					    "no /.warren/agent, or it is not running)", t->id);
+			snprintf(out, size,
+				 "sandbox %s has no agent answering (its template has "
+				 "no /.warren/agent, or it is not running)",
+				 t->id);
 			return;
 		case 503:
 			snprintf(out, size, "the gateway is not ready yet; try again");

@@ -29,9 +29,10 @@ int agent_target_init(struct agent_target *t, const char *gateway_url, const cha
 int agent_connect(const struct agent_target *t, int timeout_s);
 
 /* The request head with the routing headers; content_length < 0: chunked body. `target` is the
- * path and query, already encoded. */
+ * path and query, already encoded. `close`: Connection: close (not for a server stream: the
+ * agent ends a connection that asked for it as soon as its queue drains, stream or not). */
 int agent_send_head(int fd, const struct agent_target *t, const char *method, const char *target,
-		    const char *content_type, int64_t content_length);
+		    const char *content_type, int64_t content_length, bool close);
 int agent_write_all(int fd, const void *p, size_t n);
 /* One chunk of a chunked body (n == 0: the last one). */
 int agent_write_chunk(int fd, const void *p, size_t n);

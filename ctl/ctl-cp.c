@@ -23,8 +23,7 @@ static bool
 is_remote(const char *s, char *id, size_t id_size, const char **path)
 {
 	const char *colon = strchr(s, ':'), *slash = strchr(s, '/');
-	if (!colon || (slash && slash < colon) || colon == s ||
-	    (size_t)(colon - s) >= id_size)
+	if (!colon || (slash && slash < colon) || colon == s || (size_t)(colon - s) >= id_size)
 		return false;
 	memcpy(id, s, (size_t)(colon - s));
 	id[colon - s] = 0;
@@ -116,7 +115,8 @@ stat_inside(const struct agent_target *t, const char *path, bool *is_dir)
 		json_decref(ans);
 		return -EIO;
 	}
-	const char *type = json_string_value(json_object_get(json_object_get(ans, "entry"), "type"));
+	const char *type =
+		json_string_value(json_object_get(json_object_get(ans, "entry"), "type"));
 	*is_dir = type && !strcmp(type, "FILE_TYPE_DIRECTORY");
 	bool reg = type && !strcmp(type, "FILE_TYPE_FILE");
 	json_decref(ans);
@@ -156,8 +156,9 @@ cp_in(const struct agent_target *t, const struct cp_spec *s)
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			close(fd);
 			return say("%s: %s", s->host,
-				   S_ISDIR(st.st_mode) ? "is a directory (cp copies regular files only)"
-						       : "not a regular file (cp copies regular files only)");
+				   S_ISDIR(st.st_mode)
+					   ? "is a directory (cp copies regular files only)"
+					   : "not a regular file (cp copies regular files only)");
 		}
 	}
 	/* DST a directory inside (or ending in '/'): the file goes into it under its own name */
@@ -176,8 +177,8 @@ cp_in(const struct agent_target *t, const struct cp_spec *s)
 			return say("%s in sandbox %s is a directory: name the file to write",
 				   s->inside, t->id);
 		}
-		snprintf(dest, sizeof dest, "%s%s%s", s->inside, s->inside[il - 1] == '/' ? "" : "/",
-			 base_name(s->host));
+		snprintf(dest, sizeof dest, "%s%s%s", s->inside,
+			 s->inside[il - 1] == '/' ? "" : "/", base_name(s->host));
 	} else
 		snprintf(dest, sizeof dest, "%s", s->inside);
 
@@ -206,7 +207,7 @@ cp_in(const struct agent_target *t, const struct cp_spec *s)
 		return say_conn(t, sock);
 	}
 	char *buf = malloc(IO_CHUNK);
-	r = buf ? agent_send_head(sock, t, "POST", target, ct, -1) : -ENOMEM;
+	r = buf ? agent_send_head(sock, t, "POST", target, ct, -1, true) : -ENOMEM;
 	if (r >= 0)
 		r = agent_write_chunk(sock, head, (size_t)hl);
 	int read_err = 0;
@@ -307,7 +308,7 @@ cp_out(const struct agent_target *t, const struct cp_spec *s)
 		rc = say_conn(t, sock);
 		goto out;
 	}
-	r = agent_send_head(sock, t, "GET", target, NULL, 0);
+	r = agent_send_head(sock, t, "GET", target, NULL, 0, true);
 	if (r >= 0)
 		r = http_resp_read_head(&resp, sock);
 	if (r < 0) {
@@ -326,8 +327,9 @@ cp_out(const struct agent_target *t, const struct cp_spec *s)
 	for (;;) {
 		ssize_t k = http_resp_read_body(&resp, buf, IO_CHUNK);
 		if (k < 0) {
-			rc = k == -EPIPE ? say("sandbox %s: %s", t->id, "the download was cut short")
-					 : say_conn(t, (int)k);
+			rc = k == -EPIPE
+				     ? say("sandbox %s: %s", t->id, "the download was cut short")
+				     : say_conn(t, (int)k);
 			goto out;
 		}
 		if (k == 0)

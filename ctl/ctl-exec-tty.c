@@ -155,7 +155,8 @@ handle_message(struct exec *x, uint8_t flags, json_t *m)
 				return -ENOMEM;
 			ssize_t got = b64_decode(json_string_value(d), n, buf, n / 4 * 3 + 3);
 			int r = got < 0 ? -EBADMSG
-					: write_out(strcmp(k, "stderr") ? STDOUT_FILENO : STDERR_FILENO,
+					: write_out(strcmp(k, "stderr") ? STDOUT_FILENO
+									: STDERR_FILENO,
 						    buf, (size_t)got);
 			free(buf);
 			if (r < 0)
@@ -170,8 +171,10 @@ handle_message(struct exec *x, uint8_t flags, json_t *m)
 			static const struct {
 				const char *s;
 				int n;
-			} sigs[] = {{"signal: hangup", 1},  {"signal: interrupt", 2},
-				    {"signal: quit", 3},    {"signal: killed", 9},
+			} sigs[] = {{"signal: hangup", 1},
+				    {"signal: interrupt", 2},
+				    {"signal: quit", 3},
+				    {"signal: killed", 9},
 				    {"signal: terminated", 15}};
 			x->exit_code = 255;
 			for (size_t i = 0; st && i < sizeof sigs / sizeof sigs[0]; i++)
@@ -226,7 +229,7 @@ call_start(struct exec *x, const char *method, json_t *req)
 	int r = fd;
 	if (fd >= 0) {
 		r = agent_send_head(fd, x->t, "POST", target, "application/json",
-				    (int64_t)strlen(body));
+				    (int64_t)strlen(body), true);
 		if (r >= 0)
 			r = agent_write_all(fd, body, strlen(body));
 		if (r >= 0 && fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
@@ -350,9 +353,9 @@ stream_open(struct exec *x, char **argv)
 	if (req && x->tty) {
 		unsigned rows, cols;
 		win_size(&rows, &cols);
-		if (json_object_set_new(req, "pty",
-					json_pack("{s:{s:i,s:i}}", "size", "cols", cols, "rows",
-						  rows)) < 0) {
+		if (json_object_set_new(
+			    req, "pty",
+			    json_pack("{s:{s:i,s:i}}", "size", "cols", cols, "rows", rows)) < 0) {
 			json_decref(req);
 			req = NULL;
 		}
@@ -362,13 +365,12 @@ stream_open(struct exec *x, char **argv)
 	if (!body)
 		return -ENOMEM;
 	size_t n = strlen(body);
-	uint8_t env[5] = {0, (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8),
-			  (uint8_t)n};
+	uint8_t env[5] = {0, (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
 	x->stream = agent_connect(x->t, 60);
 	int r = x->stream;
 	if (r >= 0)
 		r = agent_send_head(x->stream, x->t, "POST", "/process.Process/Start",
-				    "application/connect+json", (int64_t)(5 + n));
+				    "application/connect+json", (int64_t)(5 + n), false);
 	if (r >= 0)
 		r = agent_write_all(x->stream, env, sizeof env);
 	if (r >= 0)
@@ -413,11 +415,13 @@ ctl_exec_agent(const struct agent_target *t, char **argv, bool interactive, bool
 	int r = stream_open(&x, argv);
 	if (r < 0) {
 		if (r == -ECONNREFUSED)
-			fprintf(stderr, "warrenctl: exec: cannot reach the gateway at %s: is "
-					"warren-gateway running?\n", t->url);
+			fprintf(stderr,
+				"warrenctl: exec: cannot reach the gateway at %s: is "
+				"warren-gateway running?\n",
+				t->url);
 		else
-			fprintf(stderr, "warrenctl: exec: talking to the gateway at %s: %s\n", t->url,
-				strerror(-r));
+			fprintf(stderr, "warrenctl: exec: talking to the gateway at %s: %s\n",
+				t->url, strerror(-r));
 		goto out;
 	}
 	if (x.resp.status != 200) {
@@ -425,13 +429,19 @@ ctl_exec_agent(const struct agent_target *t, char **argv, bool interactive, bool
 		size_t len;
 		if (http_resp_read_all(&x.resp, &body, &len, ANSWER_MAX) < 0)
 			body = NULL;
-		agent_describe_status(t, x.resp.status, x.resp.gateway_error, body, msg, sizeof msg);
+		agent_describe_status(t, x.resp.status, x.resp.gateway_error, body, msg,
+				      sizeof msg);
 		free(body);
 		fprintf(stderr, "warrenctl: exec: %s\n", msg);
 		goto out;
 	}
 	if (fcntl(x.stream, F_SETFL, O_NONBLOCK) < 0) {
 		fprintf(stderr, "warrenctl: exec: %s\n", strerror(errno));
+		goto out;
+	}
+	/* what came with the head (the start event, often) is not on the socket any more */
+	if ((r = stream_read(&x)) < 0) {
+		fprintf(stderr, "warrenctl: exec: the process's output: %s\n", strerror(-r));
 		goto out;
 	}
 	/* raw only once the process exists: a refusal above prints on a sane terminal */
@@ -449,7 +459,8 @@ ctl_exec_agent(const struct agent_target *t, char **argv, bool interactive, bool
 			x.input_len = 0;
 			x.close_pending = false;
 		}
-		struct pollfd p[4] = {{x.stream, POLLIN, 0}, {sfd, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+		struct pollfd p[4] = {
+			{x.stream, POLLIN, 0}, {sfd, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
 		/* stdin is read only when its last bytes are sent (the pipe is the bound) */
 		if (x.stdin_open && x.started && !x.input_len && x.call.fd < 0)
 			p[2] = (struct pollfd){STDIN_FILENO, POLLIN, 0};

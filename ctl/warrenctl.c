@@ -963,7 +963,8 @@ agent_target_get(const char *arg, struct agent_target *t)
 				cmd_name, id);
 		else if (sd_bus_error_has_name(&e, SD_BUS_ERROR_UNKNOWN_OBJECT) ||
 			 sd_bus_error_has_name(&e, SD_BUS_ERROR_UNKNOWN_METHOD))
-			fprintf(stderr, "warrenctl: %s: no sandbox %s (it is gone)\n", cmd_name, id);
+			fprintf(stderr, "warrenctl: %s: no sandbox %s (it is gone)\n", cmd_name,
+				id);
 		else
 			fail(r, &e, cmd_name);
 		rc = 1;
