@@ -128,9 +128,11 @@ agent_send_head(int fd, const struct agent_target *t, const char *method, const 
 			 "Connect-Protocol-Version: 1\r\n%s"
 			 "%s%s%s%s\r\n",
 			 method, target, t->host, t->id, t->token,
-			 close ? "Connection: close\r\n" : "", content_type ? "Content-Type: " : "",
-			 content_type ? content_type : "", content_type ? "\r\n" : "",
-			 !strcmp(method, "GET") ? "" : len);
+			 /* a stream: keepalive events keep a silent process's stream from being
+			  * cut as idle on the way (the SDK asks the same) */
+			 close ? "Connection: close\r\n" : "Keepalive-Ping-Interval: 10\r\n",
+			 content_type ? "Content-Type: " : "", content_type ? content_type : "",
+			 content_type ? "\r\n" : "", !strcmp(method, "GET") ? "" : len);
 	if (n < 0 || (size_t)n >= sizeof head)
 		return -ENAMETOOLONG;
 	return agent_write_all(fd, head, (size_t)n);

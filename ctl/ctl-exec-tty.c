@@ -444,8 +444,10 @@ ctl_exec_agent(const struct agent_target *t, char **argv, bool interactive, bool
 		fprintf(stderr, "warrenctl: exec: the process's output: %s\n", strerror(-r));
 		goto out;
 	}
-	/* raw only once the process exists: a refusal above prints on a sane terminal */
-	if (tty && isatty(STDIN_FILENO) && (r = tty_make_raw()) < 0) {
+	/* raw only once the process exists (a refusal above prints on a sane terminal), and only
+	 * with -i: without it stdin is not read, so ^C must stay a signal here (sent on as
+	 * SIGTERM) rather than a byte nobody forwards */
+	if (tty && interactive && isatty(STDIN_FILENO) && (r = tty_make_raw()) < 0) {
 		fprintf(stderr, "warrenctl: exec: the terminal: %s\n", strerror(-r));
 		goto out;
 	}
@@ -499,9 +501,14 @@ ctl_exec_agent(const struct agent_target *t, char **argv, bool interactive, bool
 			if (k > 0)
 				x.input_len = (size_t)k;
 			else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
-				/* EOF: a pipe's end closes the process's stdin; a PTY has none */
+				/* EOF: a pipe's end closes the process's stdin; a PTY has none, so
+				 * input that was no terminal ends with its EOF character (^D) */
 				x.stdin_open = false;
 				x.close_pending = !tty;
+				if (tty && !tio_raw) {
+					x.input[0] = 0x04;
+					x.input_len = 1;
+				}
 			}
 		}
 		if (p[3].revents && (r = call_read(&x)) != 0) {

@@ -86,6 +86,8 @@ expect "exec -i: piped input comes back from cat ($out)" test "$out" = $'line on
 head -c $((1 << 20)) /dev/urandom >"$T/mib.bin"
 expect "exec -i: 1 MiB through cat comes back the same" sh -c \
 	"warrenctl exec -i $id /bin/busybox cat <'$T/mib.bin' | cmp -s - '$T/mib.bin'"
+out=$(warrenctl exec -i "$id" /bin/busybox sh -c 'sleep 40; echo after-silence' </dev/null)
+expect "exec -i: a process silent for 40 s keeps its stream ($out)" test "$out" = after-silence
 rc=0
 warrenctl exec -i "$id" /bin/busybox sh -c 'exit 7' </dev/null || rc=$?
 expect "exec -i: the command's exit status is warrenctl's ($rc)" test "$rc" = 7
@@ -126,6 +128,10 @@ expect "exec -it: the caller's terminal mode is restored" \
 	sh -c "test -s '$T/tio.before' && cmp -s '$T/tio.before' '$T/tio.after'"
 out=$(pty_run "$W exec -it $id /bin/busybox sh -c 'test -t 0 && test -t 1 && echo on-a-tty'")
 expect "exec -it: stdin and stdout are a terminal inside ($out)" grep -qx 'on-a-tty' <<<"$out"
+rc=0
+out=$(printf 'typed\n' | timeout 60 warrenctl exec -it "$id" /bin/busybox cat) || rc=$?
+expect "exec -it with piped input: ^D at its end ends cat, status 0 ($rc)" test "$rc" = 0
+expect "and the input came back through the PTY ($out)" grep -q typed <<<"$out"
 # a refusal (no such sandbox) also leaves the terminal as it was
 out=$(pty_run "stty -g >'$T/tio.before'; $W exec -it ffffffffffff /bin/busybox true; echo \"rc=\$?\"; stty -g >'$T/tio.after'")
 expect "exec -it of no sandbox fails ($out)" failed_saying 1 'no sandbox ffffffffffff' "$out"
