@@ -129,7 +129,8 @@ expect "exec -it: the caller's terminal mode is restored" \
 out=$(pty_run "$W exec -it $id /bin/busybox sh -c 'test -t 0 && test -t 1 && echo on-a-tty'")
 expect "exec -it: stdin and stdout are a terminal inside ($out)" grep -qx 'on-a-tty' <<<"$out"
 rc=0
-# (head, not cat: gVisor's line discipline takes no ^D for an EOF, so cat would not end there)
+# (head, not cat: in this sandbox cat did not end at the ^D sent after piped input; not
+# investigated further, gVisor's PTY line discipline is the suspect)
 out=$(printf 'typed\n' | timeout 60 warrenctl exec -it "$id" /bin/busybox head -n1) || rc=$?
 expect "exec -it with piped input: it reaches the process through the PTY, status 0 ($rc)" \
 	test "$rc" = 0
