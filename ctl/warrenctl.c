@@ -4,6 +4,7 @@
  * 2), sandbox ids accepted by a unique prefix, --json (and --format for list/ps) for scripts,
  * errors in the user's terms. Every command is one or a few D-Bus calls. */
 #include "api-keys.h"
+#include "ctl-agent.h"
 #include "macro.h"
 
 #include <errno.h>
@@ -965,9 +966,107 @@ cmd_timeout(int argc, char **argv)
 	return 0;
 }
 
+/* What reaching a sandbox's agent takes: its full id, its agent token (only its creator and
+ * root get it) and the gateway's URL. 0, or warrenctl's exit status with a message printed. */
+static int
+agent_target_get(const char *arg, struct agent_target *t)
+{
+	char *id = NULL, *token = NULL, *url = NULL;
+	if (resolve_id(arg, &id) < 0)
+		return 1;
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	char *path = sandbox_path(id);
+	int rc = 0;
+	int r = path ? sd_bus_call_method(bus, BUS_NAME, path, SANDBOX_IFACE, "AgentToken", &e,
+					  &reply, "")
+		     : -ENOMEM;
+	const char *tok = NULL;
+	if (r >= 0)
+		r = sd_bus_message_read(reply, "s", &tok);
+	if (r < 0) {
+		if (sd_bus_error_has_name(&e, SD_BUS_ERROR_ACCESS_DENIED) && e.message &&
+		    strncmp(e.message, "Rejected", 8))
+			fprintf(stderr,
+				"warrenctl: %s: sandbox %s is not yours: only its creator and root "
+				"may reach its agent\n",
+				cmd_name, id);
+		else if (sd_bus_error_has_name(&e, SD_BUS_ERROR_UNKNOWN_OBJECT) ||
+			 sd_bus_error_has_name(&e, SD_BUS_ERROR_UNKNOWN_METHOD))
+			fprintf(stderr, "warrenctl: %s: no sandbox %s (it is gone)\n", cmd_name,
+				id);
+		else
+			fail(r, &e, cmd_name);
+		rc = 1;
+		goto out;
+	}
+	token = strdup(tok);
+	r = get_string(MANAGER_PATH, MANAGER_IFACE, "GatewayURL", &url);
+	if (!token || r < 0) {
+		fprintf(stderr, "warrenctl: %s: the gateway's URL: %s\n", cmd_name,
+			strerror(!token ? ENOMEM : -r));
+		rc = 1;
+		goto out;
+	}
+	if (agent_target_init(t, url, id, token) < 0) {
+		fprintf(stderr,
+			"warrenctl: %s: the gateway's URL %s is not http://IPv4:PORT or "
+			"http://localhost:PORT, which warrenctl can reach\n",
+			cmd_name, url);
+		rc = 1;
+	}
+out:
+	if (token)
+		explicit_bzero(token, strlen(token));
+	free(token);
+	free(url);
+	free(path);
+	free(id);
+	sd_bus_message_unref(reply);
+	sd_bus_error_free(&e);
+	return rc;
+}
+
+/* cp SRC DST: one side ID:PATH (ctl-cp.c) */
+static int
+cmd_cp(int argc, char **argv)
+{
+	struct cp_spec s;
+	if (ctl_cp_parse(argv[0], argv[1], &s) < 0)
+		return 2;
+	struct agent_target t;
+	int r = agent_target_get(s.id, &t);
+	if (r)
+		return r;
+	r = ctl_cp_run(&t, &s);
+	explicit_bzero(&t, sizeof t);
+	if (!r && json)
+		printf("{\"copied\":true}\n");
+	return r;
+}
+
+/* exec -i/-t: through the agent (ctl-exec-tty.c) */
+static int
+exec_agent(int argc, char **argv)
+{
+	if (opt("timeout")) {
+		fprintf(stderr, "warrenctl: exec: --timeout is for exec without -i/-t\n");
+		return 2;
+	}
+	struct agent_target t;
+	int r = agent_target_get(argv[0], &t);
+	if (r)
+		return r;
+	r = ctl_exec_agent(&t, argv + 1, flag("interactive"), flag("tty"));
+	explicit_bzero(&t, sizeof t);
+	return r;
+}
+
 static int
 cmd_exec(int argc, char **argv)
 {
+	if (flag("interactive") || flag("tty"))
+		return exec_agent(argc, argv);
 	char *id = NULL;
 	if (resolve_id(argv[0], &id) < 0)
 		return 1;
@@ -1664,7 +1763,10 @@ cmd_logs(int argc, char **argv)
 }
 
 static const struct option no_opts[] = {{}};
-static const struct option exec_opts[] = {{"timeout", required_argument, NULL, 0}, {}};
+static const struct option exec_opts[] = {{"timeout", required_argument, NULL, 0},
+					  {"interactive", no_argument, NULL, 'i'},
+					  {"tty", no_argument, NULL, 't'},
+					  {}};
 static const struct option logs_opts[] = {{"follow", no_argument, NULL, 'f'}, {}};
 static const struct option list_opts[] = {{"format", required_argument, NULL, 0},
 					  {"quiet", no_argument, NULL, 0},
@@ -1706,9 +1808,15 @@ static const struct command commands[] = {
 	 create_opts, 1, 1, cmd_create},
 	{"destroy", "ID...", "destroy sandboxes", no_opts, 1, -1, cmd_destroy},
 	{"rm", "ID...", "the same as destroy", no_opts, 1, -1, cmd_destroy},
-	{"exec", "[--timeout S] ID [--] CMD [ARG...]",
-	 "run a command inside; exits with its status (a time limit of S seconds, 60 by default)",
+	{"exec", "[--timeout S | -i] [-t] ID [--] CMD [ARG...]",
+	 "run a command inside; exits with its status (a time limit of S seconds, 60 by default);\n"
+	 "      -i streams stdin to it, -t gives it a PTY of your terminal's size (both through\n"
+	 "      the sandbox's agent, with no time limit)",
 	 exec_opts, 2, -1, cmd_exec},
+	{"cp", "SRC DST",
+	 "copy a regular file into or out of a sandbox: one side is ID:PATH, '-' is\n"
+	 "      stdin/stdout (through the sandbox's agent)",
+	 no_opts, 2, 2, cmd_cp},
 	{"logs", "[-f|--follow] ID", "the sandbox's console (its program's stdout and stderr)",
 	 logs_opts, 1, 1, cmd_logs},
 	{"freeze", "ID", "freeze a sandbox (a request thaws it)", no_opts, 1, 1, cmd_freeze},

@@ -10,7 +10,7 @@ J() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
 
 # --version, --help everywhere, unknown options and commands refused
 expect "--version prints the version" sh -c "warrenctl --version | grep -qx 'warrenctl $VERSION'"
-for c in status list ps inspect create destroy rm exec freeze thaw snapshot fork branch tags \
+for c in status list ps inspect create destroy rm exec cp freeze thaw snapshot fork branch tags \
 	rmtag reclaim templates rmtemplate "template list" "template show" "template rm" \
 	"template add" "template import"; do
 	# shellcheck disable=SC2086 # "template add" is two words
