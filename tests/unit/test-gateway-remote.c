@@ -61,10 +61,17 @@ test_nets(void **state)
 	assert_int_equal(remote_nets_parse(&h, "10.0.0.0/8"), 0);
 	assert_int_equal(h.n_cluster_nets, 1);
 	/* a /0 (or anything wider than /8) would let a forged catalog name any address */
-	const char *bad[] = {"0.0.0.0/0", "10.0.0.0/7", "10.0.0.0", "10.0.0.0/33", "10.0.0/8",
-			     "10.0.0.0/8x", "", "10.0.0.0/",
-			     "1.0.0.0/8,2.0.0.0/8,3.0.0.0/8,4.0.0.0/8,5.0.0.0/8,6.0.0.0/8,7.0.0.0/8,"
-			     "8.0.0.0/8,9.0.0.0/8"};
+	const char *bad[] = {
+		"0.0.0.0/0",
+		"10.0.0.0/7",
+		"10.0.0.0",
+		"10.0.0.0/33",
+		"10.0.0/8",
+		"10.0.0.0/8x",
+		"",
+		"10.0.0.0/",
+		"1.0.0.0/8,2.0.0.0/8,3.0.0.0/8,4.0.0.0/8,5.0.0.0/8,6.0.0.0/8,7.0.0.0/8,"
+		"8.0.0.0/8,9.0.0.0/8"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_true(remote_nets_parse(&h, bad[i]) < 0);
 }
