@@ -209,6 +209,29 @@ static uid_t app_uid;
 static gid_t app_gid;
 static bool applying_app_identity;
 
+/* "UID:GID" (the spawner's --user, the microVM's warren.user=), each at most 65534; the
+ * whole string when exact, else up to a blank or the command line's final newline. */
+static bool
+parse_user(const char *s, bool exact, uid_t *uid, gid_t *gid)
+{
+	unsigned u, g;
+	char end;
+	int n = sscanf(s, "%u:%u%c", &u, &g, &end);
+	if (n < 2 || (n == 3 && (exact || (end != ' ' && end != '\n'))) || u > 65534 || g > 65534)
+		return false;
+	*uid = u;
+	*gid = g;
+	return true;
+}
+
+/* In the program's child, before its exec: the template's user holds neither root nor the
+ * sandbox's capabilities, which the agent keeps to run E2B's commands as any user. */
+static int
+become_app_user(uid_t uid, gid_t gid)
+{
+	return setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0 ? -errno : 0;
+}
+
 static pid_t
 start_program(char **argv, char **env, int out_fd, int err_fd)
 {
@@ -218,10 +241,10 @@ start_program(char **argv, char **env, int out_fd, int err_fd)
 	if (applying_app_identity) {
 		if (app_cwd && chdir(app_cwd) < 0)
 			say("cannot enter %s: %s\n", app_cwd, strerror(errno));
-		if (app_user_set &&
-		    (setgroups(0, NULL) < 0 || setgid(app_gid) < 0 || setuid(app_uid) < 0)) {
+		int r = app_user_set ? become_app_user(app_uid, app_gid) : 0;
+		if (r < 0) {
 			say("cannot become %u:%u: %s\n", (unsigned)app_uid, (unsigned)app_gid,
-			    strerror(errno));
+			    strerror(-r));
 			_exit(126);
 		}
 	}
@@ -561,11 +584,10 @@ container_main(char **argv, bool user_set, uid_t uid, gid_t gid)
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
-		/* the template's user: the agent keeps root (and the sandbox's capabilities) to run
-		 * E2B's commands as any user; the program gets neither */
-		if (user_set && (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)) {
+		int r = user_set ? become_app_user(uid, gid) : 0;
+		if (r < 0) {
 			fprintf(stderr, "warren-agent: cannot become %u:%u: %s\n", (unsigned)uid,
-				(unsigned)gid, strerror(errno));
+				(unsigned)gid, strerror(-r));
 			_exit(126);
 		}
 		execvp(argv[0], argv);
@@ -611,10 +633,9 @@ main(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "--"))
 		return container_main(argv + 2, false, 0, 0);
 	if (argc >= 5 && !strcmp(argv[1], "--user") && !strcmp(argv[3], "--")) {
-		unsigned uid, gid;
-		char end;
-		if (sscanf(argv[2], "%u:%u%c", &uid, &gid, &end) != 2 || uid > 65534 ||
-		    gid > 65534) {
+		uid_t uid;
+		gid_t gid;
+		if (!parse_user(argv[2], true, &uid, &gid)) {
 			fprintf(stderr, "warren-agent: --user is UID:GID, not %s\n", argv[2]);
 			return 127;
 		}
@@ -665,12 +686,9 @@ main(int argc, char **argv)
 	if (cwd && cwd[0] && cwd[0][0] == '/')
 		app_cwd = cwd[0];
 	const char *user = strstr(cmdline, " warren.user=");
-	unsigned u, g;
-	if (user && sscanf(user, " warren.user=%u:%u", &u, &g) == 2 && u <= 65534 && g <= 65534) {
-		app_user_set = true;
-		app_uid = u;
-		app_gid = g;
-	}
+	if (user)
+		app_user_set =
+			parse_user(user + strlen(" warren.user="), false, &app_uid, &app_gid);
 	int console = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
 	applying_app_identity = true;
 	app_pid = start_program(prog, env, console, console);

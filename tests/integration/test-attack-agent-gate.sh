@@ -8,11 +8,10 @@
 #       and nothing reaches the agent; the right token gets through (the positive control) and
 #       is not forwarded; an agent_api route needs none; a malformed token in a route push is
 #       refused by the gateway;
-#   real (gVisor sandboxes, the supervisor; without --gvisor-agent, which is opt-in and whose
-#       sandboxes fail to start on this machine today, test-envd on main as well: a request that
-#       passes the gate finds nothing on 49983 and gets 502, a refused one 403, and the raw part
-#       above shows what passes reaches the agent): the creator reads AgentToken and passes the
-#       gate with it; `nobody` (refused by the bus) and a second user of group warren
+#   real (gVisor sandboxes, the supervisor; a request that passes the gate gets whatever is
+#       behind it, the agent or, in a tree without its mount point, 502; a refused one gets
+#       403, and the raw part above shows what passes reaches the agent): the creator reads
+#       AgentToken and passes the gate with it; `nobody` (refused by the bus) and a second user of group warren
 #       (refused by the supervisor) cannot read it and are refused by the gateway with no token,
 #       a guessed one or their own sandbox's; a sandbox created by the E2B control plane's user
 #       answers without one; a restarted supervisor keeps each sandbox's token.
@@ -106,7 +105,7 @@ tb=$(token_of root "$b")
 expect "root reads its own" grep -qE '^[0-9a-f]{64}$' <<<"$tb"
 expect "tokens differ" test "$ta" != "$tb"
 expect "root reads another user's sandbox's token too" test "$(token_of root "$a")" = "$ta"
-passes() { [ "$1" != 403 ] && [ "$1" != 000 ]; } # through the gate (502: no agent listens)
+passes() { [ "$1" != 403 ] && [ "$1" != 000 ]; } # through the gate, to the agent or a 502
 expect "the creator passes the gate with it (positive control)" \
 	passes "$(hcode "$a" warren-test-op -H "$H: $ta")"
 out=$(as nobody busctl --system call org.warren.Warren1 "/org/warren/Warren1/sandbox/$a" \

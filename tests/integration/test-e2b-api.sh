@@ -9,7 +9,7 @@
 # are only this daemon's own; records survive a kill -9 of the daemon; its lock-down holds.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/e2b-lib.sh"
-warren_start --gvisor-agent
+warren_start
 start_e2b
 
 # --- keys: created by root, stored hashed, shown once ---
@@ -56,7 +56,7 @@ done
 
 # --- end to end with the agent (envd API) in a base sandbox: env vars and the token by /init,
 # commands, files, a request without the token refused, pause keeping a process's memory ---
-# The agent is the first process of a gVisor sandbox (netnsd --gvisor-agent) whose tree has its
+# The agent is the first process of a gVisor sandbox (netnsd's default) whose tree has its
 # mount point (warren-template-build makes it); the SDK sends no `secure`, which means true.
 [ -x /var/lib/warren/templates/base/rootfs/usr/bin/python3 ] ||
 	fail "the base template is not built (warren-template-build base)"

@@ -5,7 +5,7 @@
 # the supervisor still ends the sandbox on time.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/e2b-lib.sh"
-warren_start --gvisor-agent
+warren_start
 start_e2b
 E2BPID=$(pgrep -f "warren-e2b-api --listen 127.0.0.1:$E2B_PORT" | head -1)
 [ -n "$E2BPID" ] || fail "no warren-e2b-api process"

@@ -32,7 +32,7 @@ install -m 0755 /dev/null "$TPL/web/rootfs/.warren/agent"
 WARREN_AGENT=$LIBEXEC/warren-agent warren-vm-image "$TPL/web" --force >"$T/vm-image.log" 2>&1 ||
 	fail "warren-vm-image: $(tail -5 "$T/vm-image.log")"
 start_bus
-start_netnsd --templates-dir "$TPL" --gvisor-agent
+start_netnsd --templates-dir "$TPL"
 start_snapshotd
 start_gateway
 start_supervisor --templates-dir "$TPL"
