@@ -382,6 +382,7 @@ remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 				"%s", helper_message(resp, strerror(-r)));
 	else {
 		tag_owner_remove(rt->tag);
+		sandbox_egress_tag_remove(rt->tag);
 		operation_return(&rt->op, "");
 	}
 	free(rt);

@@ -6,6 +6,7 @@
 #include "sandbox-egress.h"
 #include "fileio.h"
 #include "log.h"
+#include "names.h"
 #include "netnsd-client.h"
 #include "supervisor.h"
 
@@ -87,6 +88,54 @@ sandbox_egress_record(const struct sandbox *sb)
 		r = file_write_atomic(path, text, (size_t)n, 0600, false);
 	if (r < 0)
 		log_warning_errno(r, "Sandbox %s: cannot record its egress policy: %m", sb->id);
+}
+
+/* tag: a user tag (template_name_valid), one path component */
+static void
+tag_path(const char *tag, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/" EGRESS_TAG_DIR "/%s", sup->state_dir, tag);
+}
+
+void
+sandbox_egress_tag_record(const char *tag, const char *policy)
+{
+	char path[512], text[EGRESS_POLICY_MAX + 1];
+	if (!template_name_valid(tag))
+		return;
+	snprintf(path, sizeof path, "%s/" EGRESS_TAG_DIR, sup->state_dir);
+	int r = mkdir_p(path, 0700);
+	tag_path(tag, path, sizeof path);
+	int n = snprintf(text, sizeof text, "%s\n", policy);
+	if (r >= 0)
+		r = file_write_atomic(path, text, (size_t)n, 0600, true);
+	if (r < 0)
+		log_warning_errno(r,
+				  "Tag %s: cannot record its egress policy (%m): its children "
+				  "get their template's",
+				  tag);
+}
+
+bool
+sandbox_egress_of_tag(const char *tag, char *out, size_t size)
+{
+	char path[512], text[EGRESS_POLICY_MAX + 2] = "";
+	if (!template_name_valid(tag))
+		return false;
+	tag_path(tag, path, sizeof path);
+	return file_read_line(path, text, sizeof text) >= 0 &&
+	       egress_policy_canonical(text, out, size, NULL, 0) == 0;
+}
+
+void
+sandbox_egress_tag_remove(const char *tag)
+{
+	char path[512];
+	if (!template_name_valid(tag))
+		return;
+	tag_path(tag, path, sizeof path);
+	if (unlink(path) < 0 && errno != ENOENT)
+		log_warning_errno(-errno, "Tag %s: cannot remove its egress record: %m", tag);
 }
 
 void

@@ -12,6 +12,7 @@ struct sandbox;
 struct template;
 
 #define EGRESS_DIR "egress"
+#define EGRESS_TAG_DIR "egress-tags"
 
 /* A D-Bus option's value (v of s) as a canonical policy into out: 0, or <0 with err set
  * (InvalidArgument, with the parser's reason). */
@@ -23,6 +24,12 @@ const char *sandbox_egress_of_template(const struct template *t);
  * has one (read again here, after method_create_sandbox checked it), else t's default. True
  * when m named one that differs from t's (a warm create then takes no standby, which has t's). */
 bool sandbox_egress_for_create(sd_bus_message *m, const struct template *t, char *out, size_t size);
+/* A tag's policy, its sandbox's when the image was sealed (<state-dir>/egress-tags/<tag>): a
+ * fork or branch child starts with it, never with its template's default, which may be more
+ * open than what its parent was set to. _of_tag: false when the tag has no (valid) record. */
+void sandbox_egress_tag_record(const char *tag, const char *policy);
+bool sandbox_egress_of_tag(const char *tag, char *out, size_t size);
+void sandbox_egress_tag_remove(const char *tag);
 /* <state-dir>/egress/<id>: written when a sandbox is created and when its policy changes. */
 void sandbox_egress_record(const struct sandbox *sb);
 /* At start, after sandboxes_load: each known sandbox's policy; records of others go. */

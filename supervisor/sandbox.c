@@ -582,9 +582,10 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	sb->start_timeout_ms = start_timeout_ms ? start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
 	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
-	/* the create's egress policy, else the template's; allow_outbound for a netnsd that
-	 * knows only that (an allow-list is then "off" there: never more open) */
-	sandbox_egress_for_create(m, t, sb->egress, sizeof sb->egress);
+	/* a fork child's is its tag's; else the create's, else the template's; allow_outbound for
+	 * a netnsd that knows only that (an allow-list is then "off" there: never more open) */
+	if (!tag || !sandbox_egress_of_tag(tag, sb->egress, sizeof sb->egress))
+		sandbox_egress_for_create(m, t, sb->egress, sizeof sb->egress);
 	sandbox_egress_record(sb);
 	q.egress = sb->egress;
 	q.allow_outbound = !strcmp(sb->egress, "on");

@@ -17,6 +17,7 @@
 #include "logs.h"
 #include "metrics.h"
 #include "owner.h"
+#include "sandbox-egress.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -269,6 +270,9 @@ commit_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		metrics_snapshot_done(backend_to_string(sb ? sb->backend : BACKEND_GVISOR), sn->t0);
 		if (sn->op)
 			tag_owner_set(sn->tag, operation_message(sn->op));
+		/* unknown (the sandbox went during the snapshot): its children get none */
+		if (!sn->discard_parent)
+			sandbox_egress_tag_record(sn->tag, sb ? sandbox_egress_of(sb) : "off");
 		log_info("Sandbox %s: image %s sealed (%llu KiB) %llu ms after the pause began",
 			 sn->id, sn->tag, (unsigned long long)(sn->size >> 10),
 			 (unsigned long long)((now_usec() - sn->t0) / 1000));

@@ -7,6 +7,7 @@
 #  - per sandbox at create: off blocks what on reaches (positive control: the same listener);
 #  - an allow-list reaches the listed CIDR:port only: not another port, not another address,
 #    and a listed private address although the deny list covers it;
+#  - a fork child has its parent's policy (recorded with the tag), not its template's;
 #  - at run time on -> off -> allow-list -> on, each checked on new connections;
 #  - SetEgress by another user (uid warren, not the owner) is refused; bad policies are
 #    InvalidArgument and change nothing;
@@ -129,6 +130,20 @@ reaches "$id" $OTHER:80 "per-sandbox allow-list"
 reaches "$id" $PRIV:80 "a listed private address"
 blocked "$id" $WORLD:80 "per-sandbox allow-list, an address not listed"
 warrenctl destroy "$off" "$id" >/dev/null
+
+# --- a fork child starts with its parent's policy, not its template's (egout's is on)
+fp=$(create_egress egout off)
+call "/org/warren/Warren1/sandbox/$fp" org.warren.Warren1.Sandbox Snapshot s "egoff$K" >/dev/null
+expect "the tag records its sandbox's policy" grep -qx off "$T/state/egress-tags/egoff$K"
+kid=$(warrenctl fork "egoff$K" 1)
+[[ $kid =~ ^[0-9a-f]{12}$ ]] || fail "warrenctl fork gave no child: $kid"
+expect "the fork child runs" wait_for 60 has_state "$kid" running
+expect "the fork child's Egress is its parent's ($(sbprop "$kid" Egress))" \
+	test "$(sbprop "$kid" Egress)" = off
+blocked "$kid" $WORLD:80 "a fork child of an off sandbox, of a template that is on"
+warrenctl destroy "$kid" "$fp" >/dev/null
+mgr RemoveTag s "egoff$K" >/dev/null
+expect "RemoveTag takes the tag's record away" test ! -e "$T/state/egress-tags/egoff$K"
 
 # --- at run time, on the sandbox that was on
 set_egress "$on" off

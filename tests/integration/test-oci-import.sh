@@ -5,7 +5,8 @@
 # microVM, and its program runs with the image's env, cwd and user. Then hostile images: a layer
 # with device nodes, set-id files, group/other-writable entries, symlinks out of the root (one
 # relative, one absolute) with files written through them, symlinks to a host secret, hard links
-# to host files. Nothing may reach the host or survive into the template; the unpacking runs
+# to host files, the agent's mount point a symlink (its directory or itself) or a FIFO. Nothing
+# may reach the host or survive into the template; the unpacking runs
 # without privilege (a source only root may read cannot be imported by path).
 source "$(dirname "$0")/lib.sh"
 command -v umoci >/dev/null && command -v skopeo >/dev/null ||
@@ -167,6 +168,16 @@ elif kind == "hardlink-inside":
     entry("hl", tarfile.LNKTYPE, link="/etc/passwd")
 elif kind == "hardlink-host":
     entry("hl", tarfile.LNKTYPE, link=secret)
+# the agent's mount point (/.warren/agent) made hostile: a bind mount through a symlink would
+# land where the image chose, inside the tree or, by the gofer, on the host
+elif kind == "agent-dir-symlink":
+    entry(".warren", tarfile.SYMTYPE, link=canary)
+elif kind == "agent-symlink":
+    entry(".warren", tarfile.DIRTYPE, 0o755)
+    entry(".warren/agent", tarfile.SYMTYPE, link="/bin/busybox")
+elif kind == "agent-fifo":
+    entry(".warren", tarfile.DIRTYPE, 0o755)
+    entry(".warren/agent", tarfile.FIFOTYPE, 0o666)
 t.close()
 EOF
 }
@@ -214,6 +225,43 @@ expect "a hard link to a host file is refused ($err)" test "$rc" != 0
 expect "and names the link" grep -q "hl" <<<"$err"
 expect "no template hlhost exists" test ! -e "$TPL/hlhost"
 expect "the host file's link count is unchanged" test "$(stat -c %h "$SECRET")" = "$links_before"
+
+# An image's own /.warren: a symlinked directory or agent gets no agent (the spawner opens the
+# mount point beneath the tree with no symlink and wants a plain file), and nothing is made or
+# mounted through it; a FIFO there is dropped like any other and the import makes the point.
+agent_code() { # agent_code ID: what the agent's port answers through the gateway
+	local tok
+	tok=$(call "/org/warren/Warren1/sandbox/$1" org.warren.Warren1.Sandbox AgentToken | cut -d'"' -f2)
+	curl -s -o /dev/null --max-time 20 -w '%{http_code}' -H "E2b-Sandbox-Id: $1" \
+		-H 'E2b-Sandbox-Port: 49983' -H "X-Warren-Agent-Token: $tok" "$GW/health" || true
+}
+agent_answers() { [ "$(agent_code "$1")" = "$2" ]; }
+hostile_agent() { # hostile_agent KIND WANT: WANT is the agent port's answer, 502 (none) or 204
+	local id
+	evil_image "$1" "$1"
+	out=$(warrenctl template import "$1" "oci:$B/$1:v1" 2>/dev/null) || fail "$1 not imported: $out"
+	id=$(warrenctl create "$1" --wait | awk '{print $1}')
+	[[ $id =~ ^[0-9a-f]{12}$ ]] || fail "$1: no sandbox ($id)"
+	expect "$1: a sandbox of it serves its page" \
+		sh -c "curl -fsS --max-time 30 $GW/s/$id/ | grep -q 'Hello from an OCI image'"
+	wait_for 20 agent_answers "$id" "$2" || true
+	local got
+	got=$(agent_code "$id")
+	expect "$1: its agent port answers $2 ($got)" test "$got" = "$2"
+	warrenctl destroy "$id"
+}
+hostile_agent agent-dir-symlink 502
+expect "agent-dir-symlink: the tree's /.warren is still the image's symlink" \
+	test "$(readlink "$TPL/agent-dir-symlink/rootfs/.warren")" = "$CANARY"
+expect "agent-dir-symlink: nothing was made through it on the host" test -z "$(ls -A "$CANARY")"
+hostile_agent agent-symlink 502
+expect "agent-symlink: the tree's /.warren/agent is still the image's symlink" \
+	test "$(readlink "$TPL/agent-symlink/rootfs/.warren/agent")" = /bin/busybox
+expect "agent-symlink: the file it names is the image's busybox, not the agent" \
+	cmp -s /bin/busybox "$TPL/agent-symlink/rootfs/bin/busybox"
+hostile_agent agent-fifo 204
+expect "agent-fifo: the FIFO became the import's plain mount point" \
+	test -f "$TPL/agent-fifo/rootfs/.warren/agent" -a ! -p "$TPL/agent-fifo/rootfs/.warren/agent"
 
 # ---- the unpacking has no privilege ------------------------------------------------------------
 # skopeo wrote the shared blob store as the import user, not as root
