@@ -131,13 +131,6 @@ ssize_t envd_multipart_feed(struct envd_multipart *m, const char *buf, size_t le
  * found, -EINVAL malformed or too long (or holding a NUL). */
 int envd_query_get(const char *query, size_t qlen, const char *name, char *out, size_t out_size);
 
-/* Base64 (standard alphabet, padded on output; decoding accepts standard or URL-safe, with or
- * without padding). encode: out must hold envd_b64_len(n) + 1 bytes. decode: returns the bytes
- * written or -EINVAL. */
-size_t envd_b64_len(size_t n);
-size_t envd_b64_encode(const uint8_t *in, size_t n, char *out);
-ssize_t envd_b64_decode(const char *in, size_t n, uint8_t *out, size_t out_size);
-
 /* Decoded requests. Strings point into a buffer the decoder allocates (free with
  * envd_request_free); every count and length is bounded above. */
 struct envd_selector {

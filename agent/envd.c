@@ -16,6 +16,7 @@
  * TIME_WAIT TCP connection inside a gVisor sandbox makes its checkpoint fail (docs/FACTS). */
 #include "envd.h"
 #include "agent-protocol.h"
+#include "base64.h"
 #include "envd-proto.h"
 #include "http-parse.h"
 
@@ -814,7 +815,7 @@ pipe_drain(struct pipe_h *ph, size_t max)
 			return;
 		}
 		done += (size_t)k;
-		envd_b64_encode(buf, (size_t)k, enc);
+		base64_encode(buf, (size_t)k, enc);
 		proc_event(ph->p, json_pack("{s:{s:s}}", "data", ph->field, enc));
 	}
 }
@@ -2260,7 +2261,7 @@ conn_head(struct conn *c)
 	const struct http_header *a = header(&h, "Authorization");
 	if (a && a->value_len > 6 && a->value_len < 200 && !strncasecmp(a->value, "Basic ", 6)) {
 		uint8_t dec[160];
-		ssize_t n = envd_b64_decode(a->value + 6, a->value_len - 6, dec, sizeof dec - 1);
+		ssize_t n = base64_decode(a->value + 6, a->value_len - 6, dec, sizeof dec - 1);
 		if (n > 0) {
 			dec[n] = 0;
 			char *colon = memchr(dec, ':', (size_t)n);

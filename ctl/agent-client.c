@@ -4,6 +4,7 @@
  * digits on lines of at most 1 KiB; a body without either runs to the connection's close.
  * Nothing a peer sends can make a buffer grow unbounded. */
 #include "agent-client.h"
+#include "base64.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -483,58 +484,13 @@ envelope_reader_free(struct envelope_reader *e)
 
 /* ---- base64, URLs ---- */
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 char *
 b64_encode(const void *p, size_t n)
 {
-	const uint8_t *in = p;
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-	if (!out)
-		return NULL;
-	size_t i = 0;
-	for (; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-		*o++ = b64[v >> 18];
-		*o++ = b64[(v >> 12) & 63];
-		*o++ = b64[(v >> 6) & 63];
-		*o++ = b64[v & 63];
-	}
-	if (i < n) {
-		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
-		*o++ = b64[v >> 18];
-		*o++ = b64[(v >> 12) & 63];
-		*o++ = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-		*o++ = '=';
-	}
-	*o = 0;
+	char *out = malloc(base64_len(n) + 1);
+	if (out)
+		base64_encode(p, n, out);
 	return out;
-}
-
-ssize_t
-b64_decode(const char *s, size_t n, uint8_t *out, size_t cap)
-{
-	while (n > 0 && s[n - 1] == '=')
-		n--;
-	if (n % 4 == 1)
-		return -EINVAL;
-	uint32_t acc = 0;
-	int bits = 0;
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *c = s[i] ? strchr(b64, s[i]) : NULL;
-		if (!c)
-			return -EINVAL;
-		acc = acc << 6 | (uint32_t)(c - b64);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (o >= cap)
-				return -EINVAL;
-			out[o++] = (uint8_t)(acc >> bits);
-		}
-	}
-	return (ssize_t)o;
 }
 
 int

@@ -80,10 +80,8 @@ int envelope_feed(struct envelope_reader *e, const void *p, size_t n);
 int envelope_next(struct envelope_reader *e, uint8_t *flags, json_t **msg);
 void envelope_reader_free(struct envelope_reader *e);
 
-/* base64 (standard alphabet, padded). _encode returns a malloc'd string, _decode the byte count
- * or -EINVAL. */
+/* base64 (common/base64.h) into a malloc'd string */
 char *b64_encode(const void *p, size_t n);
-ssize_t b64_decode(const char *s, size_t n, uint8_t *out, size_t cap);
 
 /* %-encode for a query value: unreserved characters and '/' stay. */
 int url_encode(const char *s, char *out, size_t size);

@@ -5,6 +5,7 @@
  * control call in flight (input, resize or signal: one at a time keeps their order); the loop
  * never blocks on a call, so output keeps draining while the process reads its input. The
  * terminal's mode is restored on every way out. Runs in warrenctl. */
+#include "base64.h"
 #include "ctl-agent.h"
 
 #include <errno.h>
@@ -153,7 +154,7 @@ handle_message(struct exec *x, uint8_t flags, json_t *m)
 			uint8_t *buf = malloc(n / 4 * 3 + 3);
 			if (!buf)
 				return -ENOMEM;
-			ssize_t got = b64_decode(json_string_value(d), n, buf, n / 4 * 3 + 3);
+			ssize_t got = base64_decode(json_string_value(d), n, buf, n / 4 * 3 + 3);
 			int r = got < 0 ? -EBADMSG
 					: write_out(strcmp(k, "stderr") ? STDOUT_FILENO
 									: STDERR_FILENO,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "envd-proto.h"
 #include "http-parse.h"
 
@@ -177,14 +178,14 @@ static void
 fuzz_codecs(const uint8_t *d, size_t n)
 {
 	uint8_t *out = malloc(n + 3);
-	ssize_t k = envd_b64_decode((const char *)d, n, out, n + 3);
+	ssize_t k = base64_decode((const char *)d, n, out, n + 3);
 	if (k >= 0) {
 		CHECK((size_t)k <= n);
-		char *enc = malloc(envd_b64_len((size_t)k) + 1);
-		size_t el = envd_b64_encode(out, (size_t)k, enc);
-		CHECK(el == envd_b64_len((size_t)k));
+		char *enc = malloc(base64_len((size_t)k) + 1);
+		size_t el = base64_encode(out, (size_t)k, enc);
+		CHECK(el == base64_len((size_t)k));
 		uint8_t *back = malloc((size_t)k + 3);
-		CHECK(envd_b64_decode(enc, el, back, (size_t)k + 3) == k);
+		CHECK(base64_decode(enc, el, back, (size_t)k + 3) == k);
 		CHECK(!memcmp(back, out, (size_t)k));
 		free(back);
 		free(enc);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "envd-proto.h"
 
 static void
@@ -181,14 +182,14 @@ test_query_b64(void **state)
 	assert_int_equal(envd_query_get("p=%4", 4, "p", v, sizeof v), -EINVAL);
 	assert_int_equal(envd_query_get("p=aaaa", 6, "p", v, 4), -EINVAL); /* too long */
 	char enc[16];
-	envd_b64_encode((const uint8_t *)"hello", 5, enc);
+	base64_encode((const uint8_t *)"hello", 5, enc);
 	assert_string_equal(enc, "aGVsbG8=");
 	uint8_t dec[16];
-	assert_int_equal(envd_b64_decode("aGVsbG8=", 8, dec, sizeof dec), 5);
+	assert_int_equal(base64_decode("aGVsbG8=", 8, dec, sizeof dec), 5);
 	assert_memory_equal(dec, "hello", 5);
-	assert_int_equal(envd_b64_decode("aGVsbG8", 7, dec, sizeof dec), 5); /* unpadded */
-	assert_int_equal(envd_b64_decode("a*==", 4, dec, sizeof dec), -EINVAL);
-	assert_int_equal(envd_b64_decode("aGVsbG8=", 8, dec, 4), -EINVAL); /* no room */
+	assert_int_equal(base64_decode("aGVsbG8", 7, dec, sizeof dec), 5); /* unpadded */
+	assert_int_equal(base64_decode("a*==", 4, dec, sizeof dec), -EINVAL);
+	assert_int_equal(base64_decode("aGVsbG8=", 8, dec, 4), -EINVAL); /* no room */
 }
 
 static void
