@@ -69,46 +69,37 @@ sandbox_egress_for_create(sd_bus_message *m, const struct template *t, char *out
 	return false;
 }
 
+/* <state-dir>/<dir>/<name>; name is one path component (a sandbox id, a user tag) */
 static void
-record_path(const char *id, char *buf, size_t size)
+record_path(const char *dir, const char *name, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s/" EGRESS_DIR "/%s", sup->state_dir, id);
+	snprintf(buf, size, "%s/%s/%s", sup->state_dir, dir, name);
+}
+
+static int
+record_write(const char *dir, const char *name, const char *policy, bool durable)
+{
+	char path[512], text[EGRESS_POLICY_MAX + 1];
+	snprintf(path, sizeof path, "%s/%s", sup->state_dir, dir);
+	int r = mkdir_p(path, 0700);
+	record_path(dir, name, path, sizeof path);
+	int n = snprintf(text, sizeof text, "%s\n", policy);
+	return r < 0 ? r : file_write_atomic(path, text, (size_t)n, 0600, durable);
 }
 
 void
 sandbox_egress_record(const struct sandbox *sb)
 {
-	char path[512], text[EGRESS_POLICY_MAX + 1];
-	snprintf(path, sizeof path, "%s/" EGRESS_DIR, sup->state_dir);
-	int r = mkdir_p(path, 0700);
-	record_path(sb->id, path, sizeof path);
-	int n = snprintf(text, sizeof text, "%s\n", sb->egress);
 	/* not fsynced, as the sandbox records (state-file.c) */
-	if (r >= 0)
-		r = file_write_atomic(path, text, (size_t)n, 0600, false);
+	int r = record_write(EGRESS_DIR, sb->id, sb->egress, false);
 	if (r < 0)
 		log_warning_errno(r, "Sandbox %s: cannot record its egress policy: %m", sb->id);
-}
-
-/* tag: a user tag (template_name_valid), one path component */
-static void
-tag_path(const char *tag, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s/" EGRESS_TAG_DIR "/%s", sup->state_dir, tag);
 }
 
 void
 sandbox_egress_tag_record(const char *tag, const char *policy)
 {
-	char path[512], text[EGRESS_POLICY_MAX + 1];
-	if (!template_name_valid(tag))
-		return;
-	snprintf(path, sizeof path, "%s/" EGRESS_TAG_DIR, sup->state_dir);
-	int r = mkdir_p(path, 0700);
-	tag_path(tag, path, sizeof path);
-	int n = snprintf(text, sizeof text, "%s\n", policy);
-	if (r >= 0)
-		r = file_write_atomic(path, text, (size_t)n, 0600, true);
+	int r = template_name_valid(tag) ? record_write(EGRESS_TAG_DIR, tag, policy, true) : 0;
 	if (r < 0)
 		log_warning_errno(r,
 				  "Tag %s: cannot record its egress policy (%m): its children "
@@ -122,7 +113,7 @@ sandbox_egress_of_tag(const char *tag, char *out, size_t size)
 	char path[512], text[EGRESS_POLICY_MAX + 2] = "";
 	if (!template_name_valid(tag))
 		return false;
-	tag_path(tag, path, sizeof path);
+	record_path(EGRESS_TAG_DIR, tag, path, sizeof path);
 	return file_read_line(path, text, sizeof text) >= 0 &&
 	       egress_policy_canonical(text, out, size, NULL, 0) == 0;
 }
@@ -133,7 +124,7 @@ sandbox_egress_tag_remove(const char *tag)
 	char path[512];
 	if (!template_name_valid(tag))
 		return;
-	tag_path(tag, path, sizeof path);
+	record_path(EGRESS_TAG_DIR, tag, path, sizeof path);
 	if (unlink(path) < 0 && errno != ENOENT)
 		log_warning_errno(-errno, "Tag %s: cannot remove its egress record: %m", tag);
 }
@@ -142,7 +133,7 @@ void
 sandbox_egress_forget(const struct sandbox *sb)
 {
 	char path[512];
-	record_path(sb->id, path, sizeof path);
+	record_path(EGRESS_DIR, sb->id, path, sizeof path);
 	if (unlink(path) < 0 && errno != ENOENT)
 		log_warning_errno(-errno, "Sandbox %s: cannot remove its egress record: %m",
 				  sb->id);
