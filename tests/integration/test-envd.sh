@@ -126,8 +126,9 @@ assert any(p["pid"] == int(sys.argv[2]) and p.get("tag") == "sleeper" and p["con
 	out=$(envd "$GW" unary process.Process/SendSignal '{"process":{"pid":'"$spid"'},"signal":"SIGNAL_SIGKILL"}')
 	expect "$backend: signalling a process that is gone is not_found" grep -q not_found <<<"$out"
 
-	# PTY: its size, then a resize while it runs
-	envd "$GW" stream process.Process/Start '{"process":{"cmd":"/bin/busybox","args":["sh","-c","stty size; sleep 2; stty size"]},"pty":{"size":{"cols":100,"rows":30}},"tag":"tty1"}' >"$T/pty.out" &
+	# PTY: its size, then a resize while it runs (it waits for the resize, up to 60 s: a fixed
+	# sleep could end before a loaded machine sent the Update)
+	envd "$GW" stream process.Process/Start '{"process":{"cmd":"/bin/busybox","args":["sh","-c","stty size; i=0; while [ \"$(stty size)\" = \"30 100\" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; stty size"]},"pty":{"size":{"cols":100,"rows":30}},"tag":"tty1"}' >"$T/pty.out" &
 	BG+=($!)
 	wait_for 20 grep -q '"start"' "$T/pty.out" || fail "$backend: pty process did not start"
 	out=$(envd "$GW" unary process.Process/Update '{"process":{"tag":"tty1"},"pty":{"size":{"cols":120,"rows":40}}}')
