@@ -1,7 +1,7 @@
 // E2B SDK figures through Warren's E2B API and gateway, with the published e2b SDK (tests/e2b).
 // Env: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY (as any E2B client); MODE:
 //   create    Sandbox.create -> first commands.run('true') result, per template of TEMPLATES
-//             (comma list of "label=template"), N runs each (default 10)
+//             (comma list of "label=template"), N runs each (default 10), GAP_MS apart
 //   run       commands.run('true') round trips in one sandbox of TEMPLATE (default base), N
 //   transfer  100 MiB files.write and files.read (streamed), N each, SHA-256 checked
 // Prints one JSON line per figure: {label, template, n, p50, p90, unit, samples}.
@@ -12,6 +12,7 @@ const { createHash, randomBytes } = await import('node:crypto')
 const N = Number(process.env.N || 10)
 const MODE = process.env.MODE || 'create'
 const TEMPLATE = process.env.TEMPLATE || 'base'
+const GAP_MS = Number(process.env.GAP_MS || 0)
 const pct = (v, p) => {
   const s = [...v].sort((a, b) => a - b)
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]
@@ -26,6 +27,8 @@ if (MODE === 'create') {
   for (const [label, template] of templates) {
     const samples = []
     for (let i = 0; i < N; i++) {
+      // GAP_MS between creates, untimed: a standby restored behind the last create is there
+      await new Promise((resolve) => setTimeout(resolve, GAP_MS))
       const t0 = performance.now()
       const sbx = await Sandbox.create(template, { timeoutMs: 120_000 })
       const r = await sbx.commands.run('true')
