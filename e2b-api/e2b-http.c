@@ -411,6 +411,45 @@ call_init(struct e2b_api *a, struct e2b_sandbox *s, json_t *envs, bool required,
 	return r;
 }
 
+/* network: {allowOut: [...], denyOut: [...]} (other keys, such as allowPublicTraffic and
+ * maskRequestHost, are not applied) with allow_internet_access, as an egress policy for
+ * CreateSandbox: "" keeps the template's (e2b_input_network_policy). */
+static int
+network_policy(json_t *net, bool internet, char *out, size_t size, char *why, size_t whylen)
+{
+	const char *lists[2][E2B_NETWORK_MAX];
+	size_t n[2] = {0, 0};
+	const char *names[2] = {"allowOut", "denyOut"};
+	for (int k = 0; net && !json_is_null(net) && k < 2; k++) {
+		json_t *arr = json_is_object(net) ? json_object_get(net, names[k]) : NULL, *v;
+		size_t i;
+		if (!json_is_object(net) ||
+		    (arr && !json_is_null(arr) &&
+		     (!json_is_array(arr) || json_array_size(arr) > E2B_NETWORK_MAX))) {
+			snprintf(why, whylen,
+				 "network must be an object whose allowOut and denyOut are arrays "
+				 "of "
+				 "at most %d strings",
+				 E2B_NETWORK_MAX);
+			return -EINVAL;
+		}
+		json_array_foreach(arr, i, v)
+		{
+			const char *s = json_string_value(v);
+			if (!s || !e2b_input_text_ok(s, strlen(s), 64)) {
+				snprintf(why, whylen,
+					 "network.%s holds strings of at most 64 bytes, no "
+					 "control characters",
+					 names[k]);
+				return -EINVAL;
+			}
+			lists[k][n[k]++] = s;
+		}
+	}
+	return e2b_input_network_policy(lists[0], n[0], lists[1], n[1], internet, out, size, why,
+					whylen);
+}
+
 static void
 handle_create(struct e2b_api *a, struct evhttp_request *req)
 {
@@ -442,6 +481,12 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 	if (get_bool(body, "autoPause", &auto_pause) < 0 || get_bool(body, "secure", &secure) < 0 ||
 	    get_bool(body, "allow_internet_access", &internet) < 0) {
 		reply_error(req, 400, "autoPause, secure and allow_internet_access are booleans");
+		goto out;
+	}
+	char egress[512], bad[256];
+	if (network_policy(json_object_get(body, "network"), internet, egress, sizeof egress, bad,
+			   sizeof bad) < 0) {
+		reply_error(req, 400, "%s", bad);
 		goto out;
 	}
 	json_t *mcp = json_object_get(body, "mcp"), *vol = json_object_get(body, "volumeMounts");
@@ -479,9 +524,7 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 	}
 	char id[E2B_ID_LEN + 1];
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	/* allow_internet_access: false closes the sandbox's egress; true (E2B's default) leaves
-	 * the template's policy, which an operator chose (it never opens more than that) */
-	r = r < 0 ? r : e2b_bus_create(a, template, internet ? NULL : "off", id, &e);
+	r = r < 0 ? r : e2b_bus_create(a, template, egress[0] ? egress : NULL, id, &e);
 	if (r < 0) {
 		int status = e2b_bus_error_status(&e, r);
 		reply_error(req, status, "Cannot create a sandbox from '%s': %s", template,

@@ -1,6 +1,7 @@
 /* warren-e2b-api: input checks (see e2b-input.h). Nothing here allocates more than the bounds
  * it checks, and nothing trusts a length it did not count. */
 #include "e2b-input.h"
+#include "egress-policy.h"
 #include "names.h"
 
 #include <errno.h>
@@ -239,4 +240,54 @@ void
 e2b_input_format_token(uint64_t started_usec, const char *id, char out[E2B_TOKEN_MAX])
 {
 	snprintf(out, E2B_TOKEN_MAX, "%llu_%s", (unsigned long long)started_usec, id);
+}
+
+int
+e2b_input_network_policy(const char *const *allow, size_t n_allow, const char *const *deny,
+			 size_t n_deny, bool internet, char *out, size_t size, char *why,
+			 size_t whylen)
+{
+	bool deny_all = !internet;
+	for (size_t i = 0; i < n_deny; i++) {
+		if (strcmp(deny[i], "0.0.0.0/0") != 0) {
+			snprintf(why, whylen,
+				 "network.denyOut: only 0.0.0.0/0 (all traffic) is supported, with "
+				 "allowOut for what may pass");
+			return -EINVAL;
+		}
+		deny_all = true;
+	}
+	if (n_allow > EGRESS_MAX_ENTRIES) {
+		snprintf(why, whylen, "network.allowOut: at most %d entries", EGRESS_MAX_ENTRIES);
+		return -EINVAL;
+	}
+	char list[EGRESS_POLICY_MAX] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < n_allow; i++) {
+		const char *e = allow[i];
+		/* an address, a CIDR block: digits, dots, one slash; a letter is a domain name */
+		if (!*e || strspn(e, "0123456789./") != strlen(e)) {
+			snprintf(why, whylen,
+				 "network.allowOut: '%.64s' is not an IPv4 address or CIDR block "
+				 "(domain names are not supported)",
+				 e);
+			return -EINVAL;
+		}
+		int k = snprintf(list + len, sizeof list - len, "%s%s", len ? "," : "", e);
+		if (k < 0 || (size_t)k >= sizeof list - len) {
+			snprintf(why, whylen, "network.allowOut is too long");
+			return -EINVAL;
+		}
+		len += (size_t)k;
+	}
+	if (!deny_all) {
+		snprintf(out, size, "%s", "");
+		return 0;
+	}
+	char reason[160];
+	if (egress_policy_canonical(len ? list : "off", out, size, reason, sizeof reason) < 0) {
+		snprintf(why, whylen, "network.allowOut: %s", reason);
+		return -EINVAL;
+	}
+	return 0;
 }

@@ -14,7 +14,8 @@
 #define E2B_ENV_NAME_MAX 256
 #define E2B_ENV_VALUE_MAX 32768
 #define E2B_BODY_MAX (1024 * 1024)
-#define E2B_TOKEN_MAX 64 /* nextToken */
+#define E2B_TOKEN_MAX 64   /* nextToken */
+#define E2B_NETWORK_MAX 64 /* entries of network.allowOut, of denyOut, as sent */
 
 enum e2b_state_mask { E2B_STATE_RUNNING = 1, E2B_STATE_PAUSED = 2 };
 
@@ -43,3 +44,16 @@ void e2b_input_format_token(uint64_t started_usec, const char *id, char out[E2B_
 /* percent-decode into out (at most outlen-1 bytes); '+' is a space; -EINVAL on a bad escape or
  * an embedded NUL */
 int e2b_input_unescape(const char *in, size_t inlen, char *out, size_t outlen);
+
+/* E2B's network.denyOut/allowOut (allowed entries win) and allow_internet_access (false is a
+ * denyOut of all traffic) as a Warren egress policy, into out (size >= 512):
+ *  - traffic denied to all ("0.0.0.0/0" in denyOut, or no internet access): the allowOut
+ *    entries as an allow-list (IPv4 addresses and CIDR blocks, at most 16), "off" when none;
+ *  - else "" (the template's policy: E2B then allows all, and Warren never opens more than
+ *    its operator chose).
+ * Refused (-EINVAL, why filled) rather than loosely applied: a domain name (nftables matches
+ * addresses), a denyOut entry other than all traffic (Warren has allow-lists, not deny-lists), an
+ * entry Warren's policy parser refuses. Returns 0. */
+int e2b_input_network_policy(const char *const *allow, size_t n_allow, const char *const *deny,
+			     size_t n_deny, bool internet, char *out, size_t size, char *why,
+			     size_t whylen);

@@ -11,6 +11,7 @@
 
 #include "api-keys.h"
 #include "e2b-input.h"
+#include "egress-policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,7 +24,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(s, data + 1, size - 1);
 	s[size - 1] = 0;
 	size_t len = size - 1;
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0: {
 		struct e2b_kv kv[E2B_META_MAX];
 		size_t n = 0;
@@ -88,6 +89,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 4: {
 		char out[256];
 		e2b_input_unescape(s, len, out, sizeof out);
+		break;
+	}
+	case 5: {
+		/* allowOut entries split at ';', all traffic denied or not: an answer is "" (the
+		 * template's) only when nothing denies all, else a policy the parser takes, never
+		 * on */
+		const char *allow[E2B_NETWORK_MAX], *all = "0.0.0.0/0";
+		size_t n = 0;
+		for (char *save = NULL, *t = strtok_r(s, ";", &save); t && n < E2B_NETWORK_MAX;
+		     t = strtok_r(NULL, ";", &save))
+			allow[n++] = t;
+		bool deny_all = data[0] & 0x40;
+		char out[512], why[256];
+		struct egress_policy p;
+		if (e2b_input_network_policy(allow, n, deny_all ? &all : NULL, deny_all, true, out,
+					     sizeof out, why, sizeof why) == 0 &&
+		    (deny_all ? egress_policy_parse(out, &p, why, sizeof why) < 0 ||
+					p.mode == EGRESS_ON
+			      : out[0] != 0))
+			__builtin_trap();
 		break;
 	}
 	}

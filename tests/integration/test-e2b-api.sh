@@ -97,6 +97,14 @@ expect "allow_internet_access true keeps the template's egress (on)" \
 	test "$(egress_of_create ',"allow_internet_access":true')" = on
 expect "allow_internet_access false: the sandbox's egress is off" \
 	test "$(egress_of_create ',"allow_internet_access":false')" = off
+# network (E2B's allowOut/denyOut, allowed entries winning): all traffic denied but listed
+# addresses is Warren's allow-list; an allowOut alone changes nothing (E2B then allows all)
+expect "network denyOut all + allowOut: the sandbox's egress is that allow-list" \
+	test "$(egress_of_create ',"network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7","198.51.100.0/24"]}')" = "192.0.2.7,198.51.100.0/24"
+expect "allow_internet_access false + allowOut: the same" \
+	test "$(egress_of_create ',"allow_internet_access":false,"network":{"allowOut":["192.0.2.7"]}')" = 192.0.2.7
+expect "allowOut alone keeps the template's (on)" \
+	test "$(egress_of_create ',"network":{"allowOut":["192.0.2.7"]}')" = on
 
 # --- hostile input: nothing malformed reaches D-Bus; positive controls first ---
 bad() { # bad DESCRIPTION EXPECTED-STATUS BODY
@@ -114,6 +122,11 @@ bad "65 metadata pairs" 400 "{\"templateID\":\"$TEMPLATE\",\"metadata\":{$(for i
 bad "template name with a slash" 400 '{"templateID":"../web"}'
 bad "env var name with a space" 400 '{"templateID":"'"$TEMPLATE"'","envVars":{"A B":"x"}}'
 bad "timeout beyond the maximum" 400 '{"templateID":"'"$TEMPLATE"'","timeout":86401}'
+bad "network.allowOut with a domain name (not supported: refused, not ignored)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["example.com"]}}'
+bad "network.denyOut of one range (Warren has allow-lists only)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["10.0.0.0/8"]}}'
+bad "network.allowOut of 17 entries" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":['"$(for i in $(seq 17); do printf '"192.0.2.%d",' "$i"; done | sed 's/,$//')"']}}'
+bad "network.allowOut with a newline" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["1.2.3.4\n"]}}'
+bad "network not an object" 400 '{"templateID":"'"$TEMPLATE"'","network":["0.0.0.0/0"]}'
 bad "unknown template" 404 '{"templateID":"nosuchtemplate"}'
 bad "duplicate keys" 400 '{"templateID":"'"$TEMPLATE"'","templateID":"app"}'
 head -c $((1024 * 1024 + 16)) /dev/zero | tr '\0' ' ' >"$T/big"

@@ -314,6 +314,66 @@ test_store_load(void **state)
 	rmdir(dir);
 }
 
+/* network.allowOut/denyOut and allow_internet_access -> an egress policy */
+static void
+test_network_policy(void **state)
+{
+	(void)state;
+	char out[512], why[256];
+	const char *all[] = {"0.0.0.0/0"}, *some[] = {"1.1.1.1", "8.8.8.0/24"};
+	/* E2B allows all when nothing denies all: the template's policy */
+	assert_int_equal(
+		e2b_input_network_policy(NULL, 0, NULL, 0, true, out, sizeof out, why, sizeof why),
+		0);
+	assert_string_equal(out, "");
+	assert_int_equal(
+		e2b_input_network_policy(some, 2, NULL, 0, true, out, sizeof out, why, sizeof why),
+		0);
+	assert_string_equal(out, "");
+	/* all traffic denied: off, or only what allowOut names */
+	assert_int_equal(
+		e2b_input_network_policy(NULL, 0, all, 1, true, out, sizeof out, why, sizeof why),
+		0);
+	assert_string_equal(out, "off");
+	assert_int_equal(
+		e2b_input_network_policy(NULL, 0, NULL, 0, false, out, sizeof out, why, sizeof why),
+		0);
+	assert_string_equal(out, "off");
+	assert_int_equal(
+		e2b_input_network_policy(some, 2, all, 1, true, out, sizeof out, why, sizeof why),
+		0);
+	assert_string_equal(out, "1.1.1.1,8.8.8.0/24");
+	assert_int_equal(
+		e2b_input_network_policy(some, 2, NULL, 0, false, out, sizeof out, why, sizeof why),
+		0);
+	assert_string_equal(out, "1.1.1.1,8.8.8.0/24");
+	/* refused, not loosely applied */
+	const char *dns[] = {"example.com"}, *wild[] = {"*.example.com"}, *v6[] = {"::1"},
+		   *port[] = {"1.2.3.4:80"}, *deny_some[] = {"10.0.0.0/8"}, *bad[] = {"1.2.3.4/33"},
+		   *empty[] = {""};
+	const char *const *refused[] = {dns, wild, v6, port, bad, empty};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		strcpy(out, "unchanged");
+		assert_int_equal(e2b_input_network_policy(refused[i], 1, all, 1, true, out,
+							  sizeof out, why, sizeof why),
+				 -EINVAL);
+		assert_non_null(strstr(why, "allowOut"));
+	}
+	assert_int_equal(e2b_input_network_policy(NULL, 0, deny_some, 1, true, out, sizeof out, why,
+						  sizeof why),
+			 -EINVAL);
+	assert_non_null(strstr(why, "denyOut"));
+	const char *many[17];
+	for (size_t i = 0; i < 17; i++)
+		many[i] = "1.2.3.4";
+	assert_int_equal(
+		e2b_input_network_policy(many, 17, all, 1, true, out, sizeof out, why, sizeof why),
+		-EINVAL);
+	assert_int_equal(
+		e2b_input_network_policy(many, 16, all, 1, true, out, sizeof out, why, sizeof why),
+		0);
+}
+
 int
 main(void)
 {
@@ -321,7 +381,7 @@ main(void)
 		cmocka_unit_test(test_text),	       cmocka_unit_test(test_names),
 		cmocka_unit_test(test_metadata_query), cmocka_unit_test(test_list_params),
 		cmocka_unit_test(test_api_keys),       cmocka_unit_test(test_api_keys_file),
-		cmocka_unit_test(test_store_load),
+		cmocka_unit_test(test_store_load),     cmocka_unit_test(test_network_policy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
