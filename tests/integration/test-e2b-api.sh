@@ -105,6 +105,18 @@ expect "allow_internet_access false + allowOut: the same" \
 	test "$(egress_of_create ',"allow_internet_access":false,"network":{"allowOut":["192.0.2.7"]}')" = 192.0.2.7
 expect "allowOut alone keeps the template's (on)" \
 	test "$(egress_of_create ',"network":{"allowOut":["192.0.2.7"]}')" = on
+# the same through the SDK's own network option (it resolves allowOut/denyOut into the body)
+sdk_net=$(cd "$E2B_DIR" && timeout 120 node --input-type=module -e "
+import { Sandbox, ALL_TRAFFIC } from 'e2b'
+const s = await Sandbox.create('e2bout', { network: { denyOut: [ALL_TRAFFIC], allowOut: ['192.0.2.7', '198.51.100.0/24'] } })
+console.log(s.sandboxId)" 2>&1) || fail "the SDK's create with network failed: $sdk_net"
+expect "the SDK's network option: allowOut is the sandbox's allow-list" \
+	test "$(sbprop "$sdk_net" Egress)" = "192.0.2.7,198.51.100.0/24"
+code=$(status -X DELETE "${hdr[@]}" "$API/sandboxes/$sdk_net")
+[ "$code" = 204 ] || fail "kill $sdk_net: $code"
+wait_for 20 bash -c "! busctl --system get-property org.warren.Warren1 \
+	/org/warren/Warren1/sandbox/$sdk_net org.warren.Warren1.Sandbox State" ||
+	fail "sandbox $sdk_net is not gone from Warren"
 
 # --- hostile input: nothing malformed reaches D-Bus; positive controls first ---
 bad() { # bad DESCRIPTION EXPECTED-STATUS BODY
