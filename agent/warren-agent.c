@@ -686,9 +686,12 @@ main(int argc, char **argv)
 	if (cwd && cwd[0] && cwd[0][0] == '/')
 		app_cwd = cwd[0];
 	const char *user = strstr(cmdline, " warren.user=");
-	if (user)
-		app_user_set =
-			parse_user(user + strlen(" warren.user="), false, &app_uid, &app_gid);
+	/* named but not understood: never run the program as root instead */
+	if (user && !(app_user_set = parse_user(user + strlen(" warren.user="), false, &app_uid,
+						&app_gid))) {
+		say("warren.user= is not UID:GID\n");
+		vm_end();
+	}
 	int console = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
 	applying_app_identity = true;
 	app_pid = start_program(prog, env, console, console);

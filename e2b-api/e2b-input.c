@@ -4,6 +4,7 @@
 #include "egress-policy.h"
 #include "names.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,5 +290,32 @@ e2b_input_network_policy(const char *const *allow, size_t n_allow, const char *c
 		snprintf(why, whylen, "network.allowOut: %s", reason);
 		return -EINVAL;
 	}
+	/* An allow-list entry passes even where netnsd's deny list refuses (an owner's SetEgress
+	 * may open a private address). An API key holder is not the host's operator: what it
+	 * lists must stay out of those ranges (netnsd/isolation.c's deny4), or allowOut
+	 * ["0.0.0.0/0"] would reach the cloud metadata service and the host's LAN. */
+	static const char closed[] =
+		"0.0.0.0/8,10.0.0.0/8,100.64.0.0/10,127.0.0.0/8,169.254.0.0/16,"
+		"172.16.0.0/12,192.0.0.0/24,192.168.0.0/16,198.18.0.0/15,"
+		"224.0.0.0/4,240.0.0.0/4";
+	struct egress_policy p, d;
+	if (egress_policy_parse(out, &p, reason, sizeof reason) < 0 ||
+	    egress_policy_parse(closed, &d, reason, sizeof reason) < 0)
+		return snprintf(why, whylen, "network.allowOut: %s", reason), -EINVAL;
+	for (size_t i = 0; p.mode == EGRESS_LIST && i < p.n; i++)
+		for (size_t j = 0; j < d.n; j++) {
+			unsigned pre =
+				p.e[i].prefix < d.e[j].prefix ? p.e[i].prefix : d.e[j].prefix;
+			uint32_t mask = pre ? htonl(~0u << (32 - pre)) : 0;
+			if ((p.e[i].addr & mask) == (d.e[j].addr & mask)) {
+				snprintf(
+					why, whylen,
+					"network.allowOut: entry %zu overlaps a range Warren keeps "
+					"closed (private, loopback, link-local, multicast, "
+					"reserved)",
+					i + 1);
+				return -EINVAL;
+			}
+		}
 	return 0;
 }

@@ -377,12 +377,13 @@ remove_tag_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 {
 	struct remove_tag *rt = ud;
 	ipc_close_fds(fds, n_fds);
+	if (r == 0 || r == -ENOENT) /* no image: no record may outlive it for a later tag */
+		sandbox_egress_tag_remove(rt->tag);
 	if (r < 0)
 		operation_error(&rt->op, r == -ENOENT ? ERR("NoSuchTag") : ERR("HelperUnavailable"),
 				"%s", helper_message(resp, strerror(-r)));
 	else {
 		tag_owner_remove(rt->tag);
-		sandbox_egress_tag_remove(rt->tag);
 		operation_return(&rt->op, "");
 	}
 	free(rt);

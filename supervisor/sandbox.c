@@ -582,9 +582,9 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	sb->start_timeout_ms = start_timeout_ms ? start_timeout_ms : DEFAULT_START_TIMEOUT_MS;
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
 	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
-	/* a fork child's is its tag's; else the create's, else the template's; allow_outbound for
-	 * a netnsd that knows only that (an allow-list is then "off" there: never more open) */
-	if (!tag || !sandbox_egress_of_tag(tag, sb->egress, sizeof sb->egress))
+	/* a fork child's (job) is its tag's; else the create's, else the template's; allow_outbound
+	 * for a netnsd that knows only that (an allow-list is then "off" there: never more open) */
+	if (!job || !sandbox_egress_of_tag(tag, sb->egress, sizeof sb->egress))
 		sandbox_egress_for_create(m, t, sb->egress, sizeof sb->egress);
 	sandbox_egress_record(sb);
 	q.egress = sb->egress;

@@ -351,7 +351,11 @@ test_network_policy(void **state)
 	const char *dns[] = {"example.com"}, *wild[] = {"*.example.com"}, *v6[] = {"::1"},
 		   *port[] = {"1.2.3.4:80"}, *deny_some[] = {"10.0.0.0/8"}, *bad[] = {"1.2.3.4/33"},
 		   *empty[] = {""};
-	const char *const *refused[] = {dns, wild, v6, port, bad, empty};
+	/* what Warren's deny list keeps closed stays closed: an API key holder is no operator */
+	const char *world[] = {"0.0.0.0/0"}, *meta[] = {"169.254.169.254"}, *lan[] = {"10.1.2.3"},
+		   *wide[] = {"8.0.0.0/5"}, *cgn[] = {"100.64.0.0/10"};
+	const char *const *refused[] = {dns,   wild, v6,  port, bad, empty,
+					world, meta, lan, wide, cgn};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
 		strcpy(out, "unchanged");
 		assert_int_equal(e2b_input_network_policy(refused[i], 1, all, 1, true, out,
