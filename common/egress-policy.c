@@ -148,3 +148,9 @@ egress_policy_canonical(const char *s, char *buf, size_t size, char *why, size_t
 		return why_err(why, why_size, "the egress policy does not fit");
 	return 0;
 }
+
+const char *const egress_deny4[] = {"0.0.0.0/8",    "10.0.0.0/8",     "100.64.0.0/10",
+				    "127.0.0.0/8",  "169.254.0.0/16", "172.16.0.0/12",
+				    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15",
+				    "224.0.0.0/4",  "240.0.0.0/4"};
+const size_t egress_deny4_n = sizeof egress_deny4 / sizeof egress_deny4[0];

@@ -32,6 +32,13 @@ struct egress_policy {
 	struct egress_entry e[EGRESS_MAX_ENTRIES];
 };
 
+/* What a sandbox with outbound access may not reach unless allowed: "this network", private
+ * (RFC 1918), shared CGN space, loopback, link-local (169.254.169.254 is the cloud metadata
+ * service), IETF protocol space, multicast, reserved and broadcast. netnsd's nftables deny set,
+ * and the ranges an E2B client's allow-list may not touch. */
+extern const char *const egress_deny4[];
+extern const size_t egress_deny4_n;
+
 /* "off", "on" or "CIDR[:PORT],..." (an address alone is a /32; spaces after a comma are
  * skipped). Refuses anything else: control characters, more than EGRESS_MAX_ENTRIES entries, a
  * prefix above 32, a port outside 1-65535, an empty entry. 0 or -EINVAL with why filled. */

@@ -292,12 +292,12 @@ e2b_input_network_policy(const char *const *allow, size_t n_allow, const char *c
 	}
 	/* An allow-list entry passes even where netnsd's deny list refuses (an owner's SetEgress
 	 * may open a private address). An API key holder is not the host's operator: what it
-	 * lists must stay out of those ranges (netnsd/isolation.c's deny4), or allowOut
+	 * lists must stay out of those ranges (egress_deny4, netnsd's deny set), or allowOut
 	 * ["0.0.0.0/0"] would reach the cloud metadata service and the host's LAN. */
-	static const char closed[] =
-		"0.0.0.0/8,10.0.0.0/8,100.64.0.0/10,127.0.0.0/8,169.254.0.0/16,"
-		"172.16.0.0/12,192.0.0.0/24,192.168.0.0/16,198.18.0.0/15,"
-		"224.0.0.0/4,240.0.0.0/4";
+	char closed[EGRESS_POLICY_MAX] = "";
+	for (size_t j = 0, at = 0; j < egress_deny4_n && at < sizeof closed; j++)
+		at += (size_t)snprintf(closed + at, sizeof closed - at, "%s%s", j ? "," : "",
+				       egress_deny4[j]);
 	struct egress_policy p, d;
 	if (egress_policy_parse(out, &p, reason, sizeof reason) < 0 ||
 	    egress_policy_parse(closed, &d, reason, sizeof reason) < 0)

@@ -20,6 +20,7 @@
  * its LAN), and whoever removes the table puts the old value back. Runs in netnsd as root before
  * its lock-down; isolation_remove in the spawner. */
 #include "isolation.h"
+#include "egress-policy.h"
 #include "fileio.h"
 #include "log.h"
 
@@ -37,13 +38,6 @@
 
 #define IP_FORWARD "/proc/sys/net/ipv4/ip_forward"
 
-/* What a sandbox with outbound access may not reach unless allowed: "this network", private
- * (RFC 1918), shared CGN space, loopback, link-local (169.254.169.254 is the cloud metadata
- * service), IETF protocol space, multicast, reserved and broadcast. */
-static const char *const deny4[] = {"0.0.0.0/8",    "10.0.0.0/8",     "100.64.0.0/10",
-				    "127.0.0.0/8",  "169.254.0.0/16", "172.16.0.0/12",
-				    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15",
-				    "224.0.0.0/4",  "240.0.0.0/4"};
 /* unspecified and loopback, IPv4-mapped, unique-local, link-local, multicast */
 static const char *const deny6[] = {"::/127", "::ffff:0:0/96", "fc00::/7", "fe80::/10", "ff00::/8"};
 
@@ -240,8 +234,8 @@ isolation_install(const struct isolation_config *c, const char *extra)
 		return -ENOMEM;
 	const char *P = c->ifname_prefix;
 	fprintf(f, "table inet %1$s\ndelete table inet %1$s\ntable inet %1$s {\n", c->table);
-	set_elements(f, "egress_deny4", "ipv4_addr", deny4, sizeof deny4 / sizeof *deny4, c,
-		     AF_INET, true, c->subnet_cidr);
+	set_elements(f, "egress_deny4", "ipv4_addr", egress_deny4, egress_deny4_n, c, AF_INET, true,
+		     c->subnet_cidr);
 	set_elements(f, "egress_deny6", "ipv6_addr", deny6, sizeof deny6 / sizeof *deny6, c,
 		     AF_INET6, true, NULL);
 	set_elements(f, "egress_allow4", "ipv4_addr", NULL, 0, c, AF_INET, false, NULL);
