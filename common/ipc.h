@@ -7,9 +7,11 @@
 
 #include "warren/v1/envelope.pb-c.h"
 
-/* 3: CommitImageRequest.compression (snapshotd no longer reads the policy from a tag's name);
+/* 4: netnsd names each sandbox's cgroup (SpawnSandboxResponse.cgroup, SandboxInfo.cgroup), so
+ *    the supervisor no longer composes it from a --cgroup-parent of its own;
+ * 3: CommitImageRequest.compression (snapshotd no longer reads the policy from a tag's name);
  * 2: the backend an enum, not a string */
-#define IPC_VERSION 3
+#define IPC_VERSION 4
 #define IPC_MAX_MESSAGE 65536 /* hard limit on one datagram */
 #define IPC_MAX_FDS 4
 

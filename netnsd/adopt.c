@@ -9,6 +9,7 @@
  * own, and the slot's host veth must be the other end of that namespace's eth0. */
 #include "backend.h"
 #include "adopt.h"
+#include "cgroup.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -84,10 +85,12 @@ adopt_proc_start(pid_t pid)
 static bool
 proc_in_cgroup(pid_t pid, const char *cgroup_parent, const char *id)
 {
-	char path[64], want[300], *buf = NULL;
+	char path[64], rel[CGROUP_PATH_MAX], want[CGROUP_PATH_MAX + 2], *buf = NULL;
 	size_t len;
 	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
-	snprintf(want, sizeof want, ":%s/%s\n", cgroup_parent, id);
+	if (cgroup_sandbox_path(cgroup_parent, id, rel, sizeof rel) < 0)
+		return false;
+	snprintf(want, sizeof want, ":%s\n", rel);
 	if (file_read_all(path, &buf, &len) < 0)
 		return false;
 	bool ok = strstr(buf, want) != NULL;

@@ -194,6 +194,11 @@ main(int argc, char **argv)
 			runtime = optarg;
 			break;
 		case 'c':
+			if (!cgroup_path_valid(optarg)) {
+				log_error("Bad --cgroup-parent %s (an absolute cgroup path)",
+					  optarg);
+				return 2;
+			}
 			n.cgroup_parent = optarg;
 			break;
 		case 'M':

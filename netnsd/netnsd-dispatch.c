@@ -498,15 +498,22 @@ handle_list(struct ipc_call *call, void *ud)
 		free(ptrs);
 		return -ENOMEM;
 	}
-	char rel[300];
+	char(*rel)[CGROUP_PATH_MAX] = calloc(count + 1, sizeof *rel);
+	if (!rel) {
+		free(infos);
+		free(ptrs);
+		return -ENOMEM;
+	}
 	size_t i = 0;
 	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next, i++) {
 		warren__v1__sandbox_info__init(&infos[i]);
 		infos[i].id = s->id;
 		infos[i].slot = s->slot;
 		infos[i].pid = s->exited ? 0 : s->pid;
-		snprintf(rel, sizeof rel, "%s/%s", n->cgroup_parent, s->id);
-		infos[i].frozen = cgroup_frozen(rel) == 1;
+		if (cgroup_sandbox_path(n->cgroup_parent, s->id, rel[i], sizeof rel[i]) == 0) {
+			infos[i].frozen = cgroup_frozen(rel[i]) == 1;
+			infos[i].cgroup = rel[i];
+		}
 		ptrs[i] = &infos[i];
 	}
 	Warren__V1__ListSandboxesResponse lr = WARREN__V1__LIST_SANDBOXES_RESPONSE__INIT;
@@ -518,6 +525,7 @@ handle_list(struct ipc_call *call, void *ud)
 	int r = ipc_call_reply(call, &resp, NULL, 0);
 	free(infos);
 	free(ptrs);
+	free(rel);
 	return r;
 }
 
@@ -544,8 +552,10 @@ handle_freeze(struct ipc_call *call, void *ud)
 	struct netnsd_sandbox *sb = sandbox_id_valid(q->id) ? sandbox_find(n, q->id) : NULL;
 	if (!sb || sb->exited || !sb->pid)
 		return ipc_call_error(call, -ENOENT, "no running sandbox %s", q->id);
-	char rel[300];
-	snprintf(rel, sizeof rel, "%s/%s", n->cgroup_parent, q->id);
+	char rel[CGROUP_PATH_MAX];
+	int cr = cgroup_sandbox_path(n->cgroup_parent, q->id, rel, sizeof rel);
+	if (cr < 0)
+		return ipc_call_error(call, cr, "no cgroup for %s", q->id);
 	uint64_t t0 = now_usec();
 	fault_point(q->freeze ? "freeze" : "thaw");
 	int r = cgroup_freeze(rel, q->freeze);

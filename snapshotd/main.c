@@ -1,6 +1,7 @@
 /* warren-snapshotd: owns the image store (/var/lib/warren/images) and reclaims frozen
  * sandboxes' memory. Opens its store, drops to the capabilities in snapshotd-lockdown.c, loads
  * its seccomp allow-list and serves the supervisor. */
+#include "cgroup.h"
 #include "log.h"
 #include "macro.h"
 #include "notify.h"
@@ -88,9 +89,14 @@ main(int argc, char **argv)
 			s.store_dir = optarg;
 		else if (c == 'r')
 			s.reclaim_dir = optarg;
-		else if (c == 'c')
+		else if (c == 'c') {
+			if (!cgroup_path_valid(optarg)) {
+				log_error("Bad --cgroup-parent %s (an absolute cgroup path)",
+					  optarg);
+				return 2;
+			}
 			s.cgroup_parent = optarg;
-		else if (c == 'b')
+		} else if (c == 'b')
 			s.compress_below = (unsigned)atoi(optarg);
 		else if (c == 'z')
 			s.zstd_level = atoi(optarg);

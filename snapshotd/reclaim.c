@@ -310,8 +310,8 @@ reclaim_start(struct snapshotd *s, struct ipc_call *call)
 	struct reclaim_job *j = calloc(1, sizeof *j);
 	if (!j)
 		return -ENOMEM;
-	snprintf(j->rel, sizeof j->rel, "%s/%s", s->cgroup_parent, id);
-	if (cgroup_memory_dir(j->rel, j->dir, sizeof j->dir, &j->v2) < 0) {
+	if (cgroup_sandbox_path(s->cgroup_parent, id, j->rel, sizeof j->rel) < 0 ||
+	    cgroup_memory_dir(j->rel, j->dir, sizeof j->dir, &j->v2) < 0) {
 		free(j);
 		return ipc_call_error(call, -ENOENT, "sandbox %s has no memory cgroup", id);
 	}

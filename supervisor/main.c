@@ -37,7 +37,6 @@ usage(void)
 	       "  --idle-ms N            freeze sandboxes idle this long, 0 never (default "
 	       "300000)\n"
 	       "  --max-templates N      AddTemplate refuses more templates (default 1024)\n"
-	       "  --cgroup-parent P      where netnsd puts sandbox cgroups (default /warren)\n"
 	       "  --user U               switch to U when started as root\n"
 	       "  --log-journal          log to journald with SANDBOX_ID=, TEMPLATE=, BACKEND=\n"
 	       "                         (default: when stderr is the "
@@ -114,7 +113,6 @@ main(int argc, char **argv)
 					     {"agent-api-user", required_argument, NULL, 'A'},
 					     {"gateway-domain", required_argument, NULL, 'D'},
 					     {"idle-ms", required_argument, NULL, 'i'},
-					     {"cgroup-parent", required_argument, NULL, 'c'},
 					     {"user", required_argument, NULL, 'u'},
 					     {"max-templates", required_argument, NULL, 'M'},
 					     {"importd-socket", required_argument, NULL, 'I'},
@@ -160,9 +158,6 @@ main(int argc, char **argv)
 			break;
 		case 'i':
 			s.idle_ms = (uint32_t)strtoul(optarg, NULL, 10);
-			break;
-		case 'c':
-			sandbox_dbus_set_cgroup_parent(optarg);
 			break;
 		case 'u':
 			user = optarg;

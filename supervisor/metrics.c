@@ -165,19 +165,11 @@ write_sandbox_family(struct prom_buf *b, const char *name, const char *type, con
 	}
 }
 
-static void
-sandbox_rel(const struct sandbox *sb, char *rel, size_t size)
-{
-	snprintf(rel, size, "%s/%s", sandbox_dbus_cgroup_parent(), sb->id);
-}
-
 static bool
 get_cpu(const struct sandbox *sb, const void *ctx, double *v)
 {
-	char rel[256];
 	uint64_t us;
-	sandbox_rel(sb, rel, sizeof rel);
-	if (cgroup_cpu_usec(rel, &us) < 0)
+	if (!sb->cgroup[0] || cgroup_cpu_usec(sb->cgroup, &us) < 0)
 		return false;
 	*v = (double)us / 1e6;
 	return true;
@@ -186,10 +178,8 @@ get_cpu(const struct sandbox *sb, const void *ctx, double *v)
 static bool
 get_memory(const struct sandbox *sb, const void *ctx, double *v)
 {
-	char rel[256];
 	uint64_t bytes;
-	sandbox_rel(sb, rel, sizeof rel);
-	if (cgroup_memory_usage(rel, &bytes) < 0)
+	if (!sb->cgroup[0] || cgroup_memory_usage(sb->cgroup, &bytes) < 0)
 		return false;
 	*v = (double)bytes;
 	return true;

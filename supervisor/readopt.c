@@ -144,6 +144,7 @@ reconcile_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		} else if (info && info->pid > 0) {
 			sb->runtime_alive = true;
 			sb->pid = info->pid;
+			sandbox_set_cgroup(sb, info->cgroup);
 			/* a runtime that came up while its answer was lost (netnsd restarted): the
 			 * sandbox had given its slot up as failed; netnsd's slot is the truth, or a
 			 * Destroy would never release it */

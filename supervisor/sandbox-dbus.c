@@ -16,20 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static char cgroup_parent[128] = "/warren";
-
-void
-sandbox_dbus_set_cgroup_parent(const char *p)
-{
-	snprintf(cgroup_parent, sizeof cgroup_parent, "%s", p);
-}
-
-const char *
-sandbox_dbus_cgroup_parent(void)
-{
-	return cgroup_parent;
-}
-
 static int
 sandbox_object_find(sd_bus *bus, const char *path, const char *iface, void *ud, void **found,
 		    sd_bus_error *err)
@@ -189,11 +175,9 @@ property_get_memory(sd_bus *bus, const char *path, const char *iface, const char
 		    sd_bus_message *reply, void *ud, sd_bus_error *err)
 {
 	struct sandbox *sb = ud;
-	char rel[256];
 	uint64_t v = 0;
-	snprintf(rel, sizeof rel, "%s/%s", cgroup_parent, sb->id);
-	if (sb->runtime_alive)
-		cgroup_memory_usage(rel, &v);
+	if (sb->runtime_alive && sb->cgroup[0])
+		cgroup_memory_usage(sb->cgroup, &v);
 	return sd_bus_message_append(reply, "t", v);
 }
 

@@ -397,6 +397,16 @@ start_timeout(evutil_socket_t fd, short what, void *arg)
 
 static void sandbox_ready(struct sandbox *sb);
 
+void
+sandbox_set_cgroup(struct sandbox *sb, const char *cgroup)
+{
+	/* netnsd is trusted, but a name that is not a plain cgroup path is never opened */
+	if (cgroup && cgroup_path_valid(cgroup))
+		snprintf(sb->cgroup, sizeof sb->cgroup, "%s", cgroup);
+	else
+		sb->cgroup[0] = '\0';
+}
+
 static void
 spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
@@ -413,6 +423,7 @@ spawn_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	     resp->body_case == WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX)) {
 		sb->runtime_alive = true;
 		sb->pid = resp->spawn_sandbox->pid;
+		sandbox_set_cgroup(sb, resp->spawn_sandbox->cgroup);
 		sb->t_spawned_us = now_usec();
 	}
 	bool vm = sb->backend == BACKEND_MICROVM;

@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "bus-errors.h"
+#include "cgroup.h"
 #include "daemon.h"
 #include "egress-policy.h"
 #include "helper-client.h"
@@ -62,7 +63,8 @@ struct sandbox {
 	int slot;			/* -1 none */
 	int nsfd;
 	int pid;
-	uint64_t created_usec;					      /* realtime */
+	char cgroup[CGROUP_PATH_MAX]; /* as netnsd names it (sandbox_set_cgroup); "" until then */
+	uint64_t created_usec;	      /* realtime */
 	uint64_t t_create_us, t_claimed_us, t_spawned_us, t_ready_us; /* monotonic */
 	uint32_t start_timeout_ms;
 	bool spawning;		    /* a spawn is in flight */
@@ -210,6 +212,8 @@ void sandbox_forget(struct sandbox *sb);
 void route_push(struct sandbox *sb, ipc_reply_fn cb, void *ud);
 void sandbox_release(struct sandbox *sb, bool forget);
 void sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason);
+/* Keep the cgroup netnsd names for the sandbox (its memory and CPU figures are read there). */
+void sandbox_set_cgroup(struct sandbox *sb, const char *cgroup);
 /* readopt.c: the records read back at start; matched with netnsd's runtimes once it answers */
 void sandboxes_load(struct supervisor *s);
 void sandboxes_reconcile(struct supervisor *s);
@@ -226,8 +230,6 @@ int manager_dbus_init(struct supervisor *s);
 int sandbox_dbus_init(struct supervisor *s);
 void sandbox_dbus_emit_new(struct sandbox *sb, bool added);
 void sandbox_dbus_emit_state(struct sandbox *sb);
-const char *sandbox_dbus_cgroup_parent(void); /* where netnsd puts sandbox cgroups */
-void sandbox_dbus_set_cgroup_parent(const char *p);
 
 /* journal.c: log lines to journald with SANDBOX_ID=, TEMPLATE=, BACKEND= (force, or when
  * stderr is the journal) */

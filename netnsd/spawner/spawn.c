@@ -79,7 +79,7 @@ struct sb {
 	struct event *pidfd_ev;
 	struct ipc_call *destroy_waiting; /* a Destroy that came during a checkpoint or restore */
 	char bundle[300];
-	char cgroup[300];
+	char cgroup[CGROUP_PATH_MAX];
 	bool checkpointing; /* its exit is the checkpoint's doing, not news */
 	bool exited;	    /* its program ended by itself: its console log is kept (log-ring.h) */
 	bool destroying;    /* a destroy is under way: an exec ending now was interrupted by it */
@@ -725,6 +725,7 @@ cmd_done(struct cmd *c, int status)
 			Warren__V1__SpawnSandboxResponse sr =
 				WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 			sr.pid = sb->pid;
+			sr.cgroup = sb->cgroup;
 			resp.body_case = WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX;
 			resp.spawn_sandbox = &sr;
 			if (c->image.fd >= 0) {
@@ -768,6 +769,7 @@ cmd_done(struct cmd *c, int status)
 			Warren__V1__SpawnSandboxResponse sr =
 				WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 			sr.pid = sb->pid;
+			sr.cgroup = sb->cgroup;
 			resp.body_case = WARREN__V1__RESPONSE__BODY_RESTORE_SANDBOX;
 			resp.restore_sandbox = &sr;
 			ipc_call_reply(c->call, &resp, NULL, 0);
@@ -958,6 +960,7 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 		fault_point("spawn");
 		Warren__V1__SpawnSandboxResponse sr = WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
 		sr.pid = pid;
+		sr.cgroup = sb->cgroup;
 		IpcResponse resp = WARREN__V1__RESPONSE__INIT;
 		resp.body_case = WARREN__V1__RESPONSE__BODY_SPAWN_SANDBOX;
 		resp.spawn_sandbox = &sr;
@@ -979,19 +982,21 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 static int
 launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, int image_fd)
 {
-	if (!sandbox_id_valid(q->id) || sb_find(q->id) || q->n_argv == 0)
+	char cgroup[CGROUP_PATH_MAX];
+	if (!sandbox_id_valid(q->id) || sb_find(q->id) || q->n_argv == 0 ||
+	    cgroup_sandbox_path(cfg->cgroup_parent, q->id, cgroup, sizeof cgroup) < 0)
 		return -EINVAL;
 	struct sb *sb = calloc(1, sizeof *sb);
 	if (!sb)
 		return -ENOMEM;
 	snprintf(sb->id, sizeof sb->id, "%s", q->id);
+	memcpy(sb->cgroup, cgroup, sizeof cgroup);
 	sb->nsfd = TAKE_FD(call->fds[0]);
 	sb->rootfs_fd = -1;
 	sb->pidfd = -1;
 	sb->slot = q->slot;
 	sb->memory_limit = q->memory_limit;
 	snprintf(sb->bundle, sizeof sb->bundle, "%s/bundles/%s", cfg->runtime_dir, q->id);
-	snprintf(sb->cgroup, sizeof sb->cgroup, "%s/%s", cfg->cgroup_parent, q->id);
 	sb->next = sandboxes;
 	sandboxes = sb;
 	if (q->backend == (int)BACKEND_MICROVM)
@@ -1563,7 +1568,8 @@ adopt_all(void)
 		sb->vm = a->vm;
 		sb->memory_limit = a->memory;
 		snprintf(sb->bundle, sizeof sb->bundle, "%s/bundles/%s", cfg->runtime_dir, a->id);
-		snprintf(sb->cgroup, sizeof sb->cgroup, "%s/%s", cfg->cgroup_parent, a->id);
+		/* fits: the same parent and id fitted when it was spawned */
+		(void)cgroup_sandbox_path(cfg->cgroup_parent, a->id, sb->cgroup, sizeof sb->cgroup);
 		sb->pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
 		char path[64];
 		snprintf(path, sizeof path, "/proc/%d/ns/net", (int)a->pid);

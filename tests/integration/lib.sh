@@ -122,7 +122,7 @@ start_supervisor() {
 	daemon supervisor setpriv --reuid=warren --regid=warren --init-groups --no-new-privs \
 		"$LIBEXEC/warren-supervisor" --state-dir "$T/state" --netnsd-socket "$T/netnsd.sock" \
 		--snapshotd-socket "$T/snapshotd.sock" --gateway-socket "$T/gw/gateway.sock" \
-		--gateway-url "$GW" --cgroup-parent "$CGROUP_PARENT" "$@"
+		--gateway-url "$GW" "$@"
 	wait_for 10 busctl --system status org.warren.Warren1 ||
 		fail "supervisor did not take the bus name: $(cat "$T/supervisor.log")"
 	wait_for 10 helpers_up || fail "helpers not connected: $(busctl --system get-property \

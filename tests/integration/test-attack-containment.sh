@@ -17,8 +17,7 @@ launch_env() {
 --vm-ram-dir $VM_RAM_DIR" \
 		WARREN_SNAPSHOTD_OPTS="--store $T/l-images --image-cache $VM_RAM_DIR-images" \
 		WARREN_GATEWAY_OPTS="--port $GW_PORT" \
-		WARREN_SUPERVISOR_OPTS="--state-dir $T/l-state --gateway-url $GW \
---cgroup-parent $CGROUP_PARENT" \
+		WARREN_SUPERVISOR_OPTS="--state-dir $T/l-state --gateway-url $GW" \
 		WARREN_E2B_API_OPTS="--listen 127.0.0.1:$((18400 + K)) --gateway 127.0.0.1:$GW_PORT \
 --state-dir $T/l-e2b --api-keys $T/l-api-keys" \
 		"$SOURCE/scripts/warren-launch" "$@"

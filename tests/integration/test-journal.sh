@@ -25,7 +25,7 @@ daemon supervisor unshare --mount --propagation private -- bash -c '
 	setpriv --reuid=warren --regid=warren --init-groups --no-new-privs \
 	"$LIBEXEC/warren-supervisor" --state-dir "$T/state" --netnsd-socket "$T/netnsd.sock" \
 	--snapshotd-socket "$T/snapshotd.sock" --gateway-socket "$T/gw/gateway.sock" \
-	--gateway-url "$GW" --cgroup-parent "$CGROUP_PARENT" --log-journal
+	--gateway-url "$GW" --log-journal
 wait_for 10 helpers_up || fail "supervisor not up: $(cat "$T/supervisor.log")"
 id=$(create web wait)
 # entry ID WORD: the journal entry whose message is "Sandbox ID: WORD", as JSON

@@ -23,6 +23,11 @@ expect "b's processes are dead" wait_for 10 sh -c "[ -z \"\$(cat /sys/fs/cgroup/
 start_supervisor
 expect "a is re-adopted and running" wait_for 10 sh -c "[ \"\$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$a org.warren.Warren1.Sandbox State)\" = 's \"running\"' ]"
 expect "a still answers" sh -c "curl -fsS --max-time 10 $(sb_url "$a") | grep -q Hello"
+# the cgroup the new supervisor reads a's memory from is the one netnsd named when it listed a
+# (the supervisor composes no cgroup path of its own)
+mem=$(busctl --system get-property org.warren.Warren1 /org/warren/Warren1/sandbox/$a \
+	org.warren.Warren1.Sandbox MemoryCurrent | awk '{print $2}')
+expect "a's memory is read from its cgroup after the restart ($mem bytes)" test "${mem:-0}" -gt 1000000
 # the new supervisor got a's namespace fd back from netnsd (a gVisor checkpoint ends the
 # runtime and its restore into a's slot must show that fd): a can be snapshotted, goes on after
 # it, and the tag forks

@@ -3,8 +3,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <string.h>
 
+#include "cgroup.h"
 #include "names.h"
 
 static void
@@ -47,6 +49,41 @@ test_paths(void **state)
 	assert_false(port_valid(65536));
 }
 
+/* The cgroup a sandbox lives in: netnsd's and snapshotd's --cgroup-parent, and what netnsd
+ * tells the supervisor (which opens it under /sys/fs/cgroup). */
+static void
+test_cgroup_paths(void **state)
+{
+	char buf[CGROUP_PATH_MAX];
+	assert_true(cgroup_path_valid("/warren"));
+	assert_true(cgroup_path_valid("/warren-t3h1/0123456789ab"));
+	assert_true(cgroup_path_valid("/system.slice/warren@1.service"));
+	assert_false(cgroup_path_valid(""));
+	assert_false(cgroup_path_valid("/"));
+	assert_false(cgroup_path_valid("warren"));   /* relative */
+	assert_false(cgroup_path_valid("/warren/")); /* empty component */
+	assert_false(cgroup_path_valid("//warren"));
+	assert_false(cgroup_path_valid("/warren/../init.scope"));
+	assert_false(cgroup_path_valid("/warren/./x"));
+	assert_false(cgroup_path_valid("/warren/.."));
+	assert_false(cgroup_path_valid("/war ren"));
+	assert_false(cgroup_path_valid("/warren\n/x"));
+	char longp[CGROUP_PATH_MAX + 1];
+	memset(longp, 'a', sizeof longp - 1);
+	longp[0] = '/';
+	longp[sizeof longp - 1] = '\0';
+	assert_false(cgroup_path_valid(longp));
+	longp[CGROUP_PATH_MAX - 1] = '\0'; /* one shorter than the bound: fits */
+	assert_true(cgroup_path_valid(longp));
+
+	assert_int_equal(cgroup_sandbox_path("/warren", "0123456789ab", buf, sizeof buf), 0);
+	assert_string_equal(buf, "/warren/0123456789ab");
+	assert_true(cgroup_path_valid(buf));
+	longp[CGROUP_PATH_MAX - 5] = '\0';
+	assert_int_equal(cgroup_sandbox_path(longp, "0123456789ab", buf, sizeof buf),
+			 -ENAMETOOLONG);
+}
+
 int
 main(void)
 {
@@ -54,6 +91,7 @@ main(void)
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_template_names),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_cgroup_paths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
