@@ -1,8 +1,9 @@
 /* The sandbox state x event table of warren-supervisor (sandbox-state.h). Derived from what
- * sandbox.c and readopt.c did before the table existed (issue 14): every transition the code
- * made is here, including the ones marked "late" that only a late or racing event reaches (kept
- * so the table changes no behaviour; docs/ARCHITECTURE.md lists them). Anything not here is
- * refused by sandbox_transition and logged. */
+ * sandbox.c and readopt.c did before the table existed (issue 14), then cut: the transitions
+ * only a late or racing event reached (an end after the first end, a restore of a sandbox that
+ * had ended or been re-adopted during its snapshot, an end before the claim) are no longer made;
+ * sandbox.c ignores those events before asking the table. Anything not here is refused by
+ * sandbox_transition and logged. */
 #include "sandbox-state.h"
 #include "macro.h"
 
@@ -37,10 +38,8 @@ static const unsigned char next[_SANDBOX_STATE_MAX][_SANDBOX_EVENT_MAX] = {
 	[SANDBOX_CREATING] =
 		{
 			[SANDBOX_EVENT_CLAIMED] = TO(SANDBOX_STARTING),
-			/* late: sandbox_fail has no guard; only an exit event for an id netnsd does
-			 * not run yet could raise it before the claim is answered */
-			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
+			/* no FAILED, EXITED: nothing runs before the claim (sandbox_fail ignores
+			   it) */
 			/* RemoveTemplate, a warm create given up: forgotten at once */
 			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
 		},
@@ -50,9 +49,6 @@ static const unsigned char next[_SANDBOX_STATE_MAX][_SANDBOX_EVENT_MAX] = {
 			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
 			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
 			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-			/* late: netnsd restarted during the snapshot and readopt.c moved it (also
-			 * from RUNNING and FROZEN): sandbox_restore refuses only DESTROYING */
-			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
 			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
 			[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
 		},
@@ -65,7 +61,6 @@ static const unsigned char next[_SANDBOX_STATE_MAX][_SANDBOX_EVENT_MAX] = {
 			/* a Thaw answered while it runs: no change */
 			[SANDBOX_EVENT_THAWED] = TO(SANDBOX_RUNNING),
 			[SANDBOX_EVENT_SNAPSHOT_BEGIN] = TO(SANDBOX_SNAPSHOTTING),
-			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING), /* late, see STARTING */
 			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
 			/* READOPT_ALIVE: readopt.c leaves a running sandbox as it is */
 		},
@@ -76,32 +71,22 @@ static const unsigned char next[_SANDBOX_STATE_MAX][_SANDBOX_EVENT_MAX] = {
 			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
 			[SANDBOX_EVENT_FROZEN] = TO(SANDBOX_FROZEN),
 			[SANDBOX_EVENT_THAWED] = TO(SANDBOX_RUNNING),
-			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING), /* late, see STARTING */
 			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
 			/* netnsd runs it thawed: the gateway probes it again */
 			[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
 		},
+	/* EXITED and FAILED: the first end stands (sandbox_fail ignores later ones), and nothing
+	 * restores into the slot they gave back (sandbox_restore acts in SNAPSHOTTING only) */
 	[SANDBOX_EXITED] =
 		{
-			/* late: an exit event after the first (sandbox_fail has no guard) */
-			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
 			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-			/* late: it exited while its snapshot was written, and is restored after */
-			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
 			/* a runtime that came up while its answer was lost (readopt.c) */
 			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
 			[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
 		},
 	[SANDBOX_FAILED] =
 		{
-			/* late: a failure after the first (a spawn answered after the start
-			   timeout) */
-			[SANDBOX_EVENT_FAILED] = TO(SANDBOX_FAILED),
-			[SANDBOX_EVENT_EXITED] = TO(SANDBOX_EXITED),
 			[SANDBOX_EVENT_DESTROY] = TO(SANDBOX_DESTROYING),
-			/* late: it failed while its snapshot was written, and is restored after */
-			[SANDBOX_EVENT_RESTORE] = TO(SANDBOX_STARTING),
 			[SANDBOX_EVENT_READOPT_FROZEN] = TO(SANDBOX_FROZEN),
 			[SANDBOX_EVENT_READOPT_ALIVE] = TO(SANDBOX_STARTING),
 		},

@@ -342,6 +342,15 @@ sandbox_release(struct sandbox *sb, bool forget)
 void
 sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
 {
+	/* Only a sandbox that has a runtime, or is getting one, can end; the first end stands: a
+	 * later exit event (the runtime the first end's release killed) or failure does not
+	 * replace its reason or release it twice, and a CREATING sandbox has nothing running */
+	if (sb->state != SANDBOX_STARTING && sb->state != SANDBOX_RUNNING &&
+	    sb->state != SANDBOX_FROZEN && sb->state != SANDBOX_SNAPSHOTTING) {
+		log_debug("Sandbox %s is %s already: \"%s\" not recorded", sb->id,
+			  sandbox_state_to_string(sb->state), reason);
+		return;
+	}
 	if (sb->warmer) {
 		sb->warmer = false;
 		warm_done(sb->template_name, backend_to_string(sb->backend), false);
@@ -511,9 +520,30 @@ route_set_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		sandbox_release(sb, true);
 		return;
 	}
+	/* it ended while its route was set (its start timeout, for one): its slot is given back,
+	 * and a spawn now would start a runtime in no slot */
+	if (sb->state != SANDBOX_STARTING)
+		return;
 	if (!sb->reply_when_running)
 		reply_create(sb);
 	spawn(sb);
+}
+
+/* A slot claimed for a create that is gone (RemoveTemplate, or a warm create given up, while
+ * the claim waited): netnsd holds it for nobody until it is given back. */
+static void
+release_orphan_claim(const IpcResponse *resp, int r)
+{
+	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_CLAIM_SLOT)
+		return;
+	struct release *rl = calloc(1, sizeof *rl); /* no id: nothing to forget after */
+	if (!rl) {
+		log_error("Slot %u: out of memory, not given back", resp->claim_slot->slot);
+		return;
+	}
+	rl->slot = (int)resp->claim_slot->slot;
+	log_info("Slot %d was claimed for a create that is gone: given back", rl->slot);
+	release_slot(rl);
 }
 
 static void
@@ -521,8 +551,9 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 {
 	struct sandbox *sb = sandbox_find(sup, ud);
 	free(ud);
-	if (!sb) {
+	if (!sb || sb->state != SANDBOX_CREATING) {
 		ipc_close_fds(fds, n_fds);
+		release_orphan_claim(resp, r);
 		return;
 	}
 	if (r < 0 || !resp || resp->body_case != WARREN__V1__RESPONSE__BODY_CLAIM_SLOT ||
@@ -706,6 +737,18 @@ sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t paus
 		log_info("Sandbox %s was destroyed during its snapshot: not restored", sb->id);
 		return;
 	}
+	/* It ended meanwhile (its slot is given back: there is nothing to restore into), or a
+	 * netnsd restart during the snapshot showed its runtime alive and re-adopted it: a restore
+	 * would start a second runtime under its id */
+	if (sb->state != SANDBOX_SNAPSHOTTING) {
+		log_info("Sandbox %s is %s after its snapshot: not restored", sb->id,
+			 sandbox_state_to_string(sb->state));
+		return;
+	}
+	if (sb->slot < 0) { /* a re-sync after a netnsd restart gave it back */
+		sandbox_fail(sb, SANDBOX_FAILED, "its slot was given back during its snapshot");
+		return;
+	}
 	sb->runtime_alive = false;
 	sb->image_fd = fcntl(image_fd, F_DUPFD_CLOEXEC, 3);
 	snprintf(sb->restoring_tag, sizeof sb->restoring_tag, "%s", tag);
@@ -718,7 +761,7 @@ sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t paus
 void
 sandbox_restore_failed(struct sandbox *sb, const char *why)
 {
-	if (sb->state == SANDBOX_DESTROYING) /* as asked: nothing to report */
+	if (sb->state != SANDBOX_SNAPSHOTTING) /* destroyed as asked, ended, or re-adopted */
 		return;
 	sandbox_fail(sb, SANDBOX_FAILED, why);
 }

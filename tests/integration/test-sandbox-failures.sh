@@ -47,3 +47,21 @@ sleep 0.5
 warrenctl destroy "$a"
 expect "a queued create gets the freed slot" wait "$waiter"
 expect "and its sandbox answers" sh -c "curl -fsS --max-time 20 $(sb_url "$(awk '{print $2}' "$T/queued" | tr -d '"')") | grep -q Hello"
+
+# A create whose template is removed while its claim waits for a slot (RemoveTemplate destroys
+# it before anyone saw it): the slot the claim gets later is given back, not held for nobody.
+mgr AddTemplate ssasqta{sv} -- gone "$WEB" 7 /bin/busybox httpd -f -p 8080 -h /www 8080 67108864 0
+mgr CreateSandbox sa{sv} gone 1 pool_timeout_ms u 20000 >"$T/orphan" 2>&1 &
+orphan=$!
+sleep 0.5
+mgr RemoveTemplate s gone
+rc=0
+wait "$orphan" || rc=$?
+expect "the waiting create is answered: destroyed (rc $rc: $(cat "$T/orphan"))" \
+	sh -c "[ $rc != 0 ] && grep -q 'destroyed' '$T/orphan'"
+pool_free() { busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager PoolFree; }
+warrenctl destroy "$b"
+wait_for 15 sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager PoolFree | grep -qx 'u 1'" || true
+expect "the slot b gave back is free: the orphaned claim gave it back ($(pool_free))" \
+	test "$(pool_free)" = "u 1"
+expect "and a new create gets it" sh -c "curl -fsS --max-time 20 $(sb_url "$(create web wait)") | grep -q Hello"
