@@ -4,6 +4,7 @@
 #include "agent-token.h"
 #include "bus-errors.h"
 #include "bus-event.h"
+#include "exec.h"
 #include "fileio.h"
 #include "lifetime.h"
 #include "log.h"
@@ -66,7 +67,8 @@ helper_connected(int which)
 }
 
 /* What sandbox.c hands up: a sandbox gone for good takes its lifetime with it; its state
- * changes and its appearing or leaving are signalled by sandbox-dbus.c (sandbox_hooks below). */
+ * changes and its appearing or leaving are signalled by sandbox-dbus.c; the features hear what
+ * concerns them (sandbox_hooks below). */
 static void
 sandbox_forgotten(const struct sandbox *sb)
 {
@@ -78,6 +80,12 @@ static const struct sandbox_hooks sandbox_hooks = {
 	.forgotten = sandbox_forgotten,
 	.state_changed = sandbox_dbus_emit_state,
 	.announced = sandbox_dbus_emit_new,
+	.answered = metrics_sandbox_ready,
+	.warmer_ready = warm_sandbox_ready,
+	.warmer_done = warm_done,
+	.fork_child_done = fork_job_child_done,
+	.frozen = reclaim_after_freeze,
+	.idle_deferred = exec_defer_idle_freeze,
 };
 
 static const struct helper_hooks helper_hooks = {

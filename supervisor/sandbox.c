@@ -8,10 +8,8 @@
 #include "netnsd-client.h"
 #include "gateway-client.h"
 #include "macro.h"
-#include "exec.h"
 #include "agent-token.h"
 #include "logs.h"
-#include "metrics.h"
 #include "sandbox-egress.h"
 #include "supervisor.h"
 
@@ -32,7 +30,8 @@ sandbox_hooks_set(const struct sandbox_hooks *h)
 	hooks = h;
 }
 
-/* The D-Bus layer's signals, through the hooks main.c registers: sandbox.c calls nothing above. */
+/* The D-Bus layer's signals and the features' news (warm, fork jobs, reclaim, exec, metrics) go
+ * through the hooks main.c registers: sandbox.c calls nothing above. */
 static void
 announce(struct sandbox *sb, bool added)
 {
@@ -107,8 +106,8 @@ sandbox_forget(struct sandbox *sb)
 		hooks->forgotten(sb);
 	safe_close(sb->nsfd);
 	safe_close(sb->image_fd);
-	if (sb->fork_job)
-		fork_job_child_done(sb->fork_job, sb->id, false, "removed while starting");
+	if (sb->fork_job && hooks && hooks->fork_child_done)
+		hooks->fork_child_done(sb->fork_job, sb->id, false, "removed while starting");
 	if (sb->start_timer)
 		event_free(sb->start_timer);
 	sd_bus_message_unref(sb->create_msg);
@@ -121,7 +120,8 @@ reply_create(struct sandbox *sb)
 {
 	if (sb->fork_job) {
 		struct fork_job *j = TAKE_PTR(sb->fork_job);
-		fork_job_child_done(j, sb->id, true, NULL);
+		if (hooks && hooks->fork_child_done)
+			hooks->fork_child_done(j, sb->id, true, NULL);
 	}
 	if (!sb->create_msg)
 		return;
@@ -137,7 +137,8 @@ fail_create(struct sandbox *sb, const char *name, const char *fmt, const char *a
 		struct fork_job *j = TAKE_PTR(sb->fork_job);
 		char msg[300];
 		snprintf(msg, sizeof msg, fmt, arg);
-		fork_job_child_done(j, sb->id, false, msg);
+		if (hooks && hooks->fork_child_done)
+			hooks->fork_child_done(j, sb->id, false, msg);
 	}
 	if (!sb->create_msg)
 		return;
@@ -353,7 +354,9 @@ sandbox_fail(struct sandbox *sb, enum sandbox_state st, const char *reason)
 	}
 	if (sb->warmer) {
 		sb->warmer = false;
-		warm_done(sb->template_name, backend_to_string(sb->backend), false);
+		if (hooks && hooks->warmer_done)
+			hooks->warmer_done(sb->template_name, backend_to_string(sb->backend),
+					   false);
 	}
 	fail_create(sb, ERR("SpawnFailed"), "Sandbox failed: %s", reason);
 	sandbox_transition(sb, st == SANDBOX_EXITED ? SANDBOX_EVENT_EXITED : SANDBOX_EVENT_FAILED,
@@ -772,7 +775,8 @@ sandbox_restore_failed(struct sandbox *sb, const char *why)
 static void
 sandbox_ready(struct sandbox *sb)
 {
-	metrics_sandbox_ready(sb);
+	if (hooks && hooks->answered)
+		hooks->answered(sb);
 	sb->t_ready_us = now_usec();
 	if (sb->t_pause_us) {
 		sb->last_pause_us = sb->t_ready_us - sb->t_pause_us;
@@ -784,8 +788,8 @@ sandbox_ready(struct sandbox *sb)
 		evtimer_del(sb->start_timer);
 	sandbox_transition(sb, SANDBOX_EVENT_READY, NULL);
 	reply_create(sb);
-	if (sb->warmer)
-		warm_sandbox_ready(sb);
+	if (sb->warmer && hooks && hooks->warmer_ready)
+		hooks->warmer_ready(sb);
 }
 
 void
@@ -825,7 +829,8 @@ sandbox_on_event(const IpcResponse *ev)
 	}
 	case WARREN__V1__RESPONSE__BODY_ROUTE_IDLE:
 		sb = sandbox_find(sup, ev->route_idle->id);
-		if (sb && sb->state == SANDBOX_RUNNING && !exec_defer_idle_freeze(sb)) {
+		if (sb && sb->state == SANDBOX_RUNNING &&
+		    !(hooks && hooks->idle_deferred && hooks->idle_deferred(sb))) {
 			log_info("Sandbox %s is idle: freezing", sb->id);
 			freeze_request(sb, true, NULL);
 		}
@@ -858,8 +863,8 @@ freeze_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		sandbox_transition(sb, f->freeze ? SANDBOX_EVENT_FROZEN : SANDBOX_EVENT_THAWED,
 				   NULL);
 		route_push(sb, NULL, NULL);
-		if (f->freeze)
-			reclaim_after_freeze(sb);
+		if (f->freeze && hooks && hooks->frozen)
+			hooks->frozen(sb);
 	}
 	if (r == 0)
 		operation_return(&f->op, "");

@@ -135,6 +135,19 @@ struct sandbox_hooks {
 	void (*state_changed)(struct sandbox *sb);
 	/* it appears on D-Bus (added) or leaves it (sandbox-dbus.c: SandboxNew, SandboxRemoved) */
 	void (*announced)(struct sandbox *sb, bool added);
+	/* it answers on its port, before it moves to running (metrics.c times the create, restore
+	 * or snapshot pause: t_pause_us is still set) */
+	void (*answered)(const struct sandbox *sb);
+	/* a warmer is running (warm.c takes its template's image) */
+	void (*warmer_ready)(struct sandbox *sb);
+	/* a warmer ended before it ran (warm.c's warm_done: ok is false) */
+	void (*warmer_done)(const char *template_name, const char *backend, bool ok);
+	/* a fork child of job j came up (ok) or did not (snapshot.c's fork job) */
+	void (*fork_child_done)(struct fork_job *j, const char *id, bool ok, const char *error);
+	/* it was frozen (reclaim.c pushes its pages out) */
+	void (*frozen)(struct sandbox *sb);
+	/* the gateway found it idle: true when its freeze waits (exec.c: an exec runs) */
+	bool (*idle_deferred)(struct sandbox *sb);
 };
 void sandbox_hooks_set(const struct sandbox_hooks *h);
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
