@@ -3,14 +3,13 @@
  * could drive the agent of a sandbox that is not theirs. Two ways through, pushed with the route:
  * the sandbox belongs to the E2B control plane's user (--agent-api-user: that path keeps E2B's
  * own access-token model, set by the control plane in the agent), or the request carries the
- * sandbox's random agent token, which Sandbox.AgentToken hands to its creator and root only.
- * Tokens are kept in <state-dir>/agent-tokens/<id> (0600) so a restarted supervisor re-adopts
- * its sandboxes with the same token. Runs in warren-supervisor. */
+ * sandbox's random agent token, which Sandbox.AgentToken (sandbox-dbus.c) hands to its creator and
+ * root only. Tokens are kept in <state-dir>/agent-tokens/<id> (0600) so a restarted supervisor
+ * re-adopts its sandboxes with the same token. Runs in warren-supervisor. */
 #include "agent-token.h"
 #include "fileio.h"
 #include "log.h"
 #include "logs.h"
-#include "owner.h"
 #include "supervisor.h"
 
 #include <errno.h>
@@ -85,24 +84,4 @@ agent_token_remove(const char *id)
 		return;
 	token_path(id, path, sizeof path);
 	unlink(path);
-}
-
-/* Sandbox.AgentToken() -> s: its creator's and root's only, like its logs. */
-int
-method_agent_token(sd_bus_message *m, void *ud, sd_bus_error *err)
-{
-	struct sandbox *sb = ud;
-	int r = owner_check(m, sb, "read the agent token of", err);
-	if (r < 0)
-		return r;
-	char tok[AGENT_TOKEN_LEN + 1];
-	r = agent_token_get(sb->id, tok);
-	if (r < 0) {
-		log_error_errno(r, "Sandbox %s: no agent token: %m", sb->id);
-		return sd_bus_error_setf(err, SD_BUS_ERROR_FAILED, "Sandbox %s: no agent token: %s",
-					 sb->id, strerror(-r));
-	}
-	r = sd_bus_reply_method_return(m, "s", tok);
-	explicit_bzero(tok, sizeof tok);
-	return r;
 }

@@ -11,5 +11,3 @@ void agent_token_set_api_uid(uid_t uid);
 bool agent_token_api_route(const char *id);
 int agent_token_get(const char *id, char out[AGENT_TOKEN_LEN + 1]);
 void agent_token_remove(const char *id);
-/* Sandbox.AgentToken() -> s */
-int method_agent_token(sd_bus_message *m, void *ud, sd_bus_error *err);

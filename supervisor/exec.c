@@ -1,4 +1,5 @@
-/* Exec in a sandbox, at the D-Bus edge: Exec(argv) and ExecWithOptions(argv, options), whose
+/* Exec in a sandbox, for the D-Bus edge (the methods are sandbox-dbus.c's, which parses and
+ * checks them and calls exec_start): Exec(argv) and ExecWithOptions(argv, options), whose
  * timeout_ms is the caller's (1 ms - 10 min; 60 s by default). An exec never ends with a wrong
  * or silent status: the command's real status, or a named error --
  *   ExecTimedOut     it ran past its time limit and was killed (its output is lost with it);
@@ -11,12 +12,10 @@
  * to end), and Freeze, Snapshot and BranchSandbox are refused with BadState: a checkpoint or a
  * freeze would end or stall the command. Runs in warren-supervisor. */
 #include "exec.h"
-#include "dbus-input.h"
 #include "log.h"
 #include "operation.h"
 #include "netnsd-client.h"
 #include "macro.h"
-#include "owner.h"
 #include "supervisor.h"
 
 #include <stdio.h>
@@ -27,8 +26,6 @@
 
 #define EXEC_STREAM_MAX (16u << 20)
 #define EXEC_REPLY_MAX (24u << 20)
-#define EXEC_TIMEOUT_DEFAULT 60000
-#define EXEC_TIMEOUT_MAX 600000 /* netnsd's bound */
 
 struct exec_run {
 	char id[SANDBOX_ID_LEN + 1];
@@ -213,59 +210,4 @@ exec_start(struct sandbox *sb, sd_bus_message *m, char **argv, uint32_t timeout_
 	}
 	run_begin(sb->id);
 	return 0;
-}
-
-/* Exec(argv) and ExecWithOptions(argv, options) */
-int
-method_exec(sd_bus_message *m, void *ud, sd_bus_error *err)
-{
-	int r = dbus_input_check(m, err);
-	if (r < 0)
-		return r;
-	struct sandbox *sb = ud;
-	if ((r = owner_check(m, sb, "run a command in", err)) < 0)
-		return r;
-	char **argv = NULL;
-	r = sd_bus_message_read_strv(m, &argv);
-	if (r < 0)
-		return r;
-	uint32_t timeout_ms = EXEC_TIMEOUT_DEFAULT;
-	if (!strcmp(sd_bus_message_get_member(m), "ExecWithOptions")) {
-		r = sd_bus_message_enter_container(m, 'a', "{sv}");
-		while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-			const char *key;
-			if ((r = sd_bus_message_read(m, "s", &key)) < 0)
-				break;
-			if (strcmp(key, "timeout_ms")) {
-				r = sd_bus_error_setf(err, ERR("InvalidArgument"),
-						      "Unknown option '%s' (timeout_ms)", key);
-				break;
-			}
-			if (sd_bus_message_read(m, "v", "u", &timeout_ms) < 0 || !timeout_ms ||
-			    timeout_ms > EXEC_TIMEOUT_MAX) {
-				r = sd_bus_error_setf(err, ERR("InvalidArgument"),
-						      "timeout_ms must be 1-%u (u)",
-						      EXEC_TIMEOUT_MAX);
-				break;
-			}
-			r = sd_bus_message_exit_container(m);
-		}
-		if (r >= 0)
-			r = sd_bus_message_exit_container(m);
-	}
-	if (r >= 0 && (!argv || !argv[0] || !argv[0][0]))
-		r = sd_bus_error_setf(err, ERR("InvalidArgument"), "Exec needs a command");
-	if (r >= 0 && sb->state != SANDBOX_RUNNING && sb->state != SANDBOX_STARTING)
-		r = sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s, not running", sb->id,
-				      sandbox_state_to_string(sb->state));
-	if (r >= 0) {
-		r = exec_start(sb, m, argv, timeout_ms);
-		r = r < 0 ? sd_bus_error_setf(err, ERR("HelperUnavailable"), "netnsd: %s",
-					      strerror(-r))
-			  : 1;
-	}
-	for (char **a = argv; a && *a; a++)
-		free(*a);
-	free(argv);
-	return r;
 }

@@ -1,4 +1,4 @@
-/* Sandbox console logs over D-Bus and sandbox owners (logs.c). */
+/* Sandbox owners (logs.c): who may read a sandbox's console logs, and more (owner.c). */
 #pragma once
 #include <systemd/sd-bus.h>
 
@@ -8,5 +8,3 @@ void logs_owner_remove(const char *id);
 /* The owner's uid; 0 (root's alone) when none is recorded. */
 uid_t logs_owner_get(const char *id);
 int logs_sender_uid(sd_bus_message *m, uid_t *uid);
-/* Sandbox.OpenLogs(a{sv} options) -> h */
-int method_open_logs(sd_bus_message *m, void *ud, sd_bus_error *err);

@@ -10,6 +10,7 @@
 #include "supervisor.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static bool
 backend_served(struct supervisor *s, const char *backend)
@@ -497,6 +498,177 @@ property_get_version(sd_bus *bus, const char *path, const char *iface, const cha
 		     sd_bus_message *reply, void *ud, sd_bus_error *err)
 {
 	return sd_bus_message_append(reply, "s", WARREN_VERSION);
+}
+
+/* ImportTemplate and GetTemplate, with the ImportProgress signal: a second vtable of the
+ * interface (moved here from template-import.c, which runs the import). */
+
+static int
+method_import_template(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int r = dbus_input_check(m, err);
+	if (r < 0)
+		return r;
+	struct supervisor *s = ud;
+	const char *name, *format, *reference = "";
+	int source = -1, vm = 1;
+	r = sd_bus_message_read(m, "shs", &name, &source, &format);
+	if (r < 0)
+		return r;
+	if (!template_name_valid(name))
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "Template name '%s' must be 1-32 of [a-z0-9_-], starting "
+					 "with a letter or digit",
+					 name);
+	if (template_find(s, name))
+		return sd_bus_error_setf(err, ERR("TemplateExists"), "Template %s exists", name);
+	if (strcmp(format, "oci") && strcmp(format, "oci-archive") &&
+	    strcmp(format, "docker-archive"))
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "Unknown image format '%s' (oci, oci-archive, "
+					 "docker-archive)",
+					 format);
+	if (template_import_busy())
+		return sd_bus_error_setf(err, ERR("TemplateBusy"),
+					 "Template %s is being imported; one import runs at a time",
+					 template_import_busy());
+	struct template *t = calloc(1, sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	bool argv_set = false, port_set = false;
+	snprintf(t->name, sizeof t->name, "%s", name);
+	t->memory_limit = 128ull << 20;
+	r = sd_bus_message_enter_container(m, 'a', "{sv}");
+	while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+		const char *key;
+		int b;
+		uint16_t port;
+		sd_bus_message_read(m, "s", &key);
+		if (!strcmp(key, "reference")) {
+			r = sd_bus_message_read(m, "v", "s", &reference);
+		} else if (!strcmp(key, "vm_image")) {
+			r = sd_bus_message_read(m, "v", "b", &vm);
+		} else if (!strcmp(key, "argv")) {
+			r = sd_bus_message_enter_container(m, 'v', "as");
+			if (r >= 0)
+				r = sd_bus_message_read_strv(m, &t->argv);
+			if (r >= 0)
+				r = sd_bus_message_exit_container(m);
+			for (t->argc = 0; t->argv && t->argv[t->argc]; t->argc++)
+				;
+			argv_set = t->argc > 0;
+		} else if (!strcmp(key, "port")) {
+			r = sd_bus_message_read(m, "v", "q", &port);
+			t->port = port;
+			port_set = true;
+		} else if (!strcmp(key, "memory_limit")) {
+			r = sd_bus_message_read(m, "v", "t", &t->memory_limit);
+		} else if (!strcmp(key, "allow_outbound")) {
+			r = sd_bus_message_read(m, "v", "b", &b);
+			t->allow_outbound = b;
+		} else if (!strcmp(key, "idle_ms")) {
+			r = sd_bus_message_read(m, "v", "u", &t->idle_ms);
+		} else if (!strcmp(key, "warm")) {
+			r = sd_bus_message_read(m, "v", "b", &b);
+			t->warm = b;
+		} else if (!strcmp(key, "standby")) {
+			r = sd_bus_message_read(m, "v", "u", &t->standby);
+		} else if ((r = template_option_read(m, key, t, err)) == 0) {
+			r = sd_bus_error_setf(
+				err, ERR("InvalidArgument"),
+				"Unknown option '%s' (known: reference, vm_image, argv, "
+				"port, memory_limit, allow_outbound, egress, idle_ms, warm, "
+				"standby, env, cwd, user)",
+				key);
+		}
+		if (r < 0 && !sd_bus_error_is_set(err))
+			sd_bus_error_setf(err, ERR("InvalidArgument"),
+					  "Option '%s' has the wrong type", key);
+		if (r < 0)
+			break;
+		sd_bus_message_exit_container(m);
+	}
+	if (r < 0) {
+		template_free(t);
+		return r;
+	}
+	return template_import_start(t, argv_set, port_set, source, format, reference, vm, m, err);
+}
+
+static int
+method_get_template(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int r = dbus_input_check(m, err);
+	if (r < 0)
+		return r;
+	const char *name;
+	r = sd_bus_message_read(m, "s", &name);
+	if (r < 0)
+		return r;
+	struct template *t = template_find(ud, name);
+	if (!t)
+		return sd_bus_error_setf(err, ERR("NoSuchTemplate"), "No template %s", name);
+	sd_bus_message *reply = NULL;
+	r = sd_bus_message_new_method_return(m, &reply);
+	if (r < 0)
+		return r;
+	char user[32];
+	snprintf(user, sizeof user, "%u:%u", t->user_set ? t->uid : 0, t->user_set ? t->gid : 0);
+	sd_bus_message_open_container(reply, 'a', "{sv}");
+	sd_bus_message_append(reply, "{sv}", "name", "s", t->name);
+	sd_bus_message_append(reply, "{sv}", "rootfs", "s", t->rootfs);
+	sd_bus_message_open_container(reply, 'e', "sv");
+	sd_bus_message_append(reply, "s", "argv");
+	sd_bus_message_open_container(reply, 'v', "as");
+	sd_bus_message_append_strv(reply, t->argv);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_open_container(reply, 'e', "sv");
+	sd_bus_message_append(reply, "s", "env");
+	sd_bus_message_open_container(reply, 'v', "as");
+	sd_bus_message_open_container(reply, 'a', "s");
+	for (size_t i = 0; i < t->envc; i++)
+		sd_bus_message_append(reply, "s", t->env[i]);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_close_container(reply);
+	sd_bus_message_append(reply, "{sv}", "cwd", "s", t->cwd ? t->cwd : "/");
+	sd_bus_message_append(reply, "{sv}", "user", "s", user);
+	sd_bus_message_append(reply, "{sv}", "port", "q", (uint16_t)t->port);
+	sd_bus_message_append(reply, "{sv}", "memory_limit", "t", t->memory_limit);
+	sd_bus_message_append(reply, "{sv}", "allow_outbound", "b", (int)t->allow_outbound);
+	sd_bus_message_append(reply, "{sv}", "egress", "s", sandbox_egress_of_template(t));
+	sd_bus_message_append(reply, "{sv}", "idle_ms", "u", t->idle_ms);
+	sd_bus_message_append(reply, "{sv}", "warm", "b", (int)t->warm);
+	sd_bus_message_append(reply, "{sv}", "standby", "u", t->standby);
+	sd_bus_message_append(reply, "{sv}", "builtin", "b", (int)t->builtin);
+	sd_bus_message_append(reply, "{sv}", "imported", "b", (int)t->imported);
+	sd_bus_message_append(reply, "{sv}", "built", "b", access(t->rootfs, F_OK) == 0);
+	sd_bus_message_close_container(reply);
+	r = sd_bus_send(NULL, reply, NULL);
+	sd_bus_message_unref(reply);
+	return r;
+}
+
+static const sd_bus_vtable template_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD_WITH_NAMES(
+		"ImportTemplate", "shsa{sv}",
+		SD_BUS_PARAM(name) SD_BUS_PARAM(source) SD_BUS_PARAM(format) SD_BUS_PARAM(options),
+		"a{sv}", SD_BUS_PARAM(result), method_import_template, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_NAMES("GetTemplate", "s", SD_BUS_PARAM(name), "a{sv}",
+				 SD_BUS_PARAM(options), method_get_template,
+				 SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_SIGNAL_WITH_NAMES(
+		"ImportProgress", "sstt",
+		SD_BUS_PARAM(name) SD_BUS_PARAM(phase) SD_BUS_PARAM(done) SD_BUS_PARAM(total), 0),
+	SD_BUS_VTABLE_END};
+
+static int
+template_dbus_init(struct supervisor *s)
+{
+	return sd_bus_add_object_vtable(s->bus, NULL, MANAGER_PATH, MANAGER_IFACE, template_vtable,
+					s);
 }
 
 static const sd_bus_vtable manager_vtable[] = {

@@ -4,6 +4,8 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "netnsd-client.h"
+#include "operation.h"
 #include "dbus-input.h"
 #include "exec.h"
 #include "agent-token.h"
@@ -138,6 +140,170 @@ method_snapshot(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if ((r = owner_check(m, ud, "snapshot", err)) < 0)
 		return r;
 	return snapshot_start(ud, m, tag, 0, false, err);
+}
+
+/* Sandbox.AgentToken, Exec, ExecWithOptions and OpenLogs: moved here verbatim from
+ * agent-token.c, exec.c and logs.c, which keep what they call. */
+
+/* Sandbox.AgentToken() -> s: its creator's and root's only, like its logs. */
+static int
+method_agent_token(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	struct sandbox *sb = ud;
+	int r = owner_check(m, sb, "read the agent token of", err);
+	if (r < 0)
+		return r;
+	char tok[AGENT_TOKEN_LEN + 1];
+	r = agent_token_get(sb->id, tok);
+	if (r < 0) {
+		log_error_errno(r, "Sandbox %s: no agent token: %m", sb->id);
+		return sd_bus_error_setf(err, SD_BUS_ERROR_FAILED, "Sandbox %s: no agent token: %s",
+					 sb->id, strerror(-r));
+	}
+	r = sd_bus_reply_method_return(m, "s", tok);
+	explicit_bzero(tok, sizeof tok);
+	return r;
+}
+
+/* Exec(argv) and ExecWithOptions(argv, options) */
+static int
+method_exec(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int r = dbus_input_check(m, err);
+	if (r < 0)
+		return r;
+	struct sandbox *sb = ud;
+	if ((r = owner_check(m, sb, "run a command in", err)) < 0)
+		return r;
+	char **argv = NULL;
+	r = sd_bus_message_read_strv(m, &argv);
+	if (r < 0)
+		return r;
+	uint32_t timeout_ms = EXEC_TIMEOUT_DEFAULT;
+	if (!strcmp(sd_bus_message_get_member(m), "ExecWithOptions")) {
+		r = sd_bus_message_enter_container(m, 'a', "{sv}");
+		while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+			const char *key;
+			if ((r = sd_bus_message_read(m, "s", &key)) < 0)
+				break;
+			if (strcmp(key, "timeout_ms")) {
+				r = sd_bus_error_setf(err, ERR("InvalidArgument"),
+						      "Unknown option '%s' (timeout_ms)", key);
+				break;
+			}
+			if (sd_bus_message_read(m, "v", "u", &timeout_ms) < 0 || !timeout_ms ||
+			    timeout_ms > EXEC_TIMEOUT_MAX) {
+				r = sd_bus_error_setf(err, ERR("InvalidArgument"),
+						      "timeout_ms must be 1-%u (u)",
+						      EXEC_TIMEOUT_MAX);
+				break;
+			}
+			r = sd_bus_message_exit_container(m);
+		}
+		if (r >= 0)
+			r = sd_bus_message_exit_container(m);
+	}
+	if (r >= 0 && (!argv || !argv[0] || !argv[0][0]))
+		r = sd_bus_error_setf(err, ERR("InvalidArgument"), "Exec needs a command");
+	if (r >= 0 && sb->state != SANDBOX_RUNNING && sb->state != SANDBOX_STARTING)
+		r = sd_bus_error_setf(err, ERR("BadState"), "Sandbox %s is %s, not running", sb->id,
+				      sandbox_state_to_string(sb->state));
+	if (r >= 0) {
+		r = exec_start(sb, m, argv, timeout_ms);
+		r = r < 0 ? sd_bus_error_setf(err, ERR("HelperUnavailable"), "netnsd: %s",
+					      strerror(-r))
+			  : 1;
+	}
+	for (char **a = argv; a && *a; a++)
+		free(*a);
+	free(argv);
+	return r;
+}
+
+struct open_logs_ctx {
+	struct operation *op;
+	char id[SANDBOX_ID_LEN + 1];
+};
+
+static void
+open_logs_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	struct open_logs_ctx *c = ud;
+	if (r == 0 && resp && resp->body_case == WARREN__V1__RESPONSE__BODY_OPEN_LOGS &&
+	    n_fds == 1) {
+		if (resp->open_logs->dropped)
+			log_debug("Sandbox %s: console log dropped %llu bytes so far", c->id,
+				  (unsigned long long)resp->open_logs->dropped);
+		operation_return(&c->op, "h", fds[0]);
+	} else {
+		if (r == -EOPNOTSUPP || (resp && resp->error == -EOPNOTSUPP))
+			operation_error(&c->op, ERR("NotSupported"),
+					"Sandbox %s runs in a microVM, whose console is not kept",
+					c->id);
+		else
+			operation_error(&c->op, ERR("LogsUnavailable"), "Logs of sandbox %s: %s",
+					c->id, helper_message(resp, strerror(-r)));
+	}
+	ipc_close_fds(fds, n_fds);
+	free(c);
+}
+
+static int
+method_open_logs(sd_bus_message *m, void *ud, sd_bus_error *err)
+{
+	int r = dbus_input_check(m, err);
+	if (r < 0)
+		return r;
+	struct sandbox *sb = ud;
+	bool follow = false;
+	r = sd_bus_message_enter_container(m, 'a', "{sv}");
+	if (r < 0)
+		return r;
+	while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+		const char *key;
+		if ((r = sd_bus_message_read(m, "s", &key)) < 0)
+			return r;
+		if (!strcmp(key, "follow")) {
+			int b;
+			if ((r = sd_bus_message_read(m, "v", "b", &b)) < 0)
+				return sd_bus_error_setf(err, ERR("InvalidArgument"),
+							 "follow must be a boolean");
+			follow = b;
+		} else
+			return sd_bus_error_setf(err, ERR("InvalidArgument"),
+						 "Unknown option '%s' (follow)", key);
+		if ((r = sd_bus_message_exit_container(m)) < 0)
+			return r;
+	}
+	if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0)
+		return r;
+	if ((r = owner_check(m, sb, "read the logs of", err)) < 0)
+		return r;
+	/* an exited or failed sandbox's log is kept by the spawner after its runtime is gone */
+	if (sb->state == SANDBOX_CREATING || sb->state == SANDBOX_DESTROYING ||
+	    (!sb->runtime_alive && sb->state != SANDBOX_EXITED && sb->state != SANDBOX_FAILED))
+		return sd_bus_error_setf(err, ERR("BadState"),
+					 "Sandbox %s has no runtime (%s): no logs to read", sb->id,
+					 sandbox_state_to_string(sb->state));
+	struct open_logs_ctx *c = calloc(1, sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	c->op = operation_new(m);
+	if (!c->op) {
+		free(c);
+		return -ENOMEM;
+	}
+	snprintf(c->id, sizeof c->id, "%s", sb->id);
+	Warren__V1__OpenLogsRequest q = WARREN__V1__OPEN_LOGS_REQUEST__INIT;
+	q.id = sb->id;
+	q.follow = follow;
+	r = netnsd_client_open_logs(&q, 10000, open_logs_done, c);
+	if (r < 0) {
+		operation_cancel(&c->op);
+		free(c);
+		return sd_bus_error_setf(err, ERR("HelperUnavailable"), "netnsd: %s", strerror(-r));
+	}
+	return 1;
 }
 
 static int

@@ -121,8 +121,11 @@ struct Warren__V1__SpawnSandboxRequest;
 int template_option_read(sd_bus_message *m, const char *key, struct template *t, sd_bus_error *err);
 int template_spawn_fill(const struct template *t, const char *sandbox_id,
 			struct Warren__V1__SpawnSandboxRequest *q, char ***env_out);
-/* template-import.c: ImportTemplate, GetTemplate, the link to warren-importd */
-int template_dbus_init(struct supervisor *s);
+/* template-import.c: the link to warren-importd (ImportTemplate, GetTemplate: manager-dbus.c) */
+const char *template_import_busy(void);
+int template_import_start(struct template *t, bool argv_set, bool port_set, int source,
+			  const char *format, const char *reference, int vm, sd_bus_message *m,
+			  sd_bus_error *err);
 void template_import_remove_tree(const char *name);
 extern const char *template_importd_socket;
 

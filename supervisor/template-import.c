@@ -1,11 +1,10 @@
-/* Templates from OCI images, and a template's options read back (supervisor). The Manager
- * methods ImportTemplate and GetTemplate and the ImportProgress signal, on a second vtable of
- * org.warren.Warren1.Manager (manager-dbus.c registers it), and the link to warren-importd, the
+/* Templates from OCI images (supervisor): the import ImportTemplate asks for (the Manager
+ * methods ImportTemplate and GetTemplate are manager-dbus.c's, on a second vtable of
+ * org.warren.Warren1.Manager), its ImportProgress signal, and the link to warren-importd, the
  * helper that alone writes the templates directory: the supervisor has no privilege and passes
  * the caller's source fd through, then saves the template record from importd's answer (the
  * image's command, env, working directory, user and port, overridden by the caller's options).
  * Only one import runs at a time (importd's rule; a second gets TemplateBusy at once). */
-#include "dbus-input.h"
 #include "sandbox-egress.h"
 #include "log.h"
 #include "macro.h"
@@ -250,99 +249,29 @@ out:
 	job_free(j);
 }
 
-static int
-method_import_template(sd_bus_message *m, void *ud, sd_bus_error *err)
+/* The one import under way: its template's name, or NULL. */
+const char *
+template_import_busy(void)
 {
-	int r = dbus_input_check(m, err);
-	if (r < 0)
-		return r;
-	struct supervisor *s = ud;
-	const char *name, *format, *reference = "";
-	int source = -1, vm = 1;
-	r = sd_bus_message_read(m, "shs", &name, &source, &format);
-	if (r < 0)
-		return r;
-	if (!template_name_valid(name))
-		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "Template name '%s' must be 1-32 of [a-z0-9_-], starting "
-					 "with a letter or digit",
-					 name);
-	if (template_find(s, name))
-		return sd_bus_error_setf(err, ERR("TemplateExists"), "Template %s exists", name);
-	if (strcmp(format, "oci") && strcmp(format, "oci-archive") &&
-	    strcmp(format, "docker-archive"))
-		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "Unknown image format '%s' (oci, oci-archive, "
-					 "docker-archive)",
-					 format);
-	if (job)
-		return sd_bus_error_setf(err, ERR("TemplateBusy"),
-					 "Template %s is being imported; one import runs at a time",
-					 job->t->name);
+	return job ? job->t->name : NULL;
+}
+
+/* ImportTemplate, read and checked by manager-dbus.c: t (taken) is completed from the image
+ * warren-importd unpacks from source, and m answered once it is added. */
+int
+template_import_start(struct template *t, bool argv_set, bool port_set, int source,
+		      const char *format, const char *reference, int vm, sd_bus_message *m,
+		      sd_bus_error *err)
+{
 	struct import_job *j = calloc(1, sizeof *j);
-	struct template *t = j ? calloc(1, sizeof *t) : NULL;
-	if (!t) {
-		free(j);
+	if (!j) {
+		template_free(t);
 		return -ENOMEM;
 	}
 	j->t = t;
-	snprintf(t->name, sizeof t->name, "%s", name);
-	t->memory_limit = 128ull << 20;
-	r = sd_bus_message_enter_container(m, 'a', "{sv}");
-	while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-		const char *key;
-		int b;
-		uint16_t port;
-		sd_bus_message_read(m, "s", &key);
-		if (!strcmp(key, "reference")) {
-			r = sd_bus_message_read(m, "v", "s", &reference);
-		} else if (!strcmp(key, "vm_image")) {
-			r = sd_bus_message_read(m, "v", "b", &vm);
-		} else if (!strcmp(key, "argv")) {
-			r = sd_bus_message_enter_container(m, 'v', "as");
-			if (r >= 0)
-				r = sd_bus_message_read_strv(m, &t->argv);
-			if (r >= 0)
-				r = sd_bus_message_exit_container(m);
-			for (t->argc = 0; t->argv && t->argv[t->argc]; t->argc++)
-				;
-			j->argv_set = t->argc > 0;
-		} else if (!strcmp(key, "port")) {
-			r = sd_bus_message_read(m, "v", "q", &port);
-			t->port = port;
-			j->port_set = true;
-		} else if (!strcmp(key, "memory_limit")) {
-			r = sd_bus_message_read(m, "v", "t", &t->memory_limit);
-		} else if (!strcmp(key, "allow_outbound")) {
-			r = sd_bus_message_read(m, "v", "b", &b);
-			t->allow_outbound = b;
-		} else if (!strcmp(key, "idle_ms")) {
-			r = sd_bus_message_read(m, "v", "u", &t->idle_ms);
-		} else if (!strcmp(key, "warm")) {
-			r = sd_bus_message_read(m, "v", "b", &b);
-			t->warm = b;
-		} else if (!strcmp(key, "standby")) {
-			r = sd_bus_message_read(m, "v", "u", &t->standby);
-		} else if ((r = template_option_read(m, key, t, err)) == 0) {
-			r = sd_bus_error_setf(
-				err, ERR("InvalidArgument"),
-				"Unknown option '%s' (known: reference, vm_image, argv, "
-				"port, memory_limit, allow_outbound, egress, idle_ms, warm, "
-				"standby, env, cwd, user)",
-				key);
-		}
-		if (r < 0 && !sd_bus_error_is_set(err))
-			sd_bus_error_setf(err, ERR("InvalidArgument"),
-					  "Option '%s' has the wrong type", key);
-		if (r < 0)
-			break;
-		sd_bus_message_exit_container(m);
-	}
-	if (r < 0) {
-		job_free(j);
-		return r;
-	}
-	r = importd_connect();
+	j->argv_set = argv_set;
+	j->port_set = port_set;
+	int r = importd_connect();
 	if (r < 0) {
 		job_free(j);
 		return sd_bus_error_setf(err, ERR("HelperUnavailable"),
@@ -368,82 +297,6 @@ method_import_template(sd_bus_message *m, void *ud, sd_bus_error *err)
 	}
 	j->op = operation_new(m);
 	job = j;
-	log_info("Importing template %s from a %s image", name, format);
+	log_info("Importing template %s from a %s image", t->name, format);
 	return 1;
-}
-
-static int
-method_get_template(sd_bus_message *m, void *ud, sd_bus_error *err)
-{
-	int r = dbus_input_check(m, err);
-	if (r < 0)
-		return r;
-	const char *name;
-	r = sd_bus_message_read(m, "s", &name);
-	if (r < 0)
-		return r;
-	struct template *t = template_find(ud, name);
-	if (!t)
-		return sd_bus_error_setf(err, ERR("NoSuchTemplate"), "No template %s", name);
-	sd_bus_message *reply = NULL;
-	r = sd_bus_message_new_method_return(m, &reply);
-	if (r < 0)
-		return r;
-	char user[32];
-	snprintf(user, sizeof user, "%u:%u", t->user_set ? t->uid : 0, t->user_set ? t->gid : 0);
-	sd_bus_message_open_container(reply, 'a', "{sv}");
-	sd_bus_message_append(reply, "{sv}", "name", "s", t->name);
-	sd_bus_message_append(reply, "{sv}", "rootfs", "s", t->rootfs);
-	sd_bus_message_open_container(reply, 'e', "sv");
-	sd_bus_message_append(reply, "s", "argv");
-	sd_bus_message_open_container(reply, 'v', "as");
-	sd_bus_message_append_strv(reply, t->argv);
-	sd_bus_message_close_container(reply);
-	sd_bus_message_close_container(reply);
-	sd_bus_message_open_container(reply, 'e', "sv");
-	sd_bus_message_append(reply, "s", "env");
-	sd_bus_message_open_container(reply, 'v', "as");
-	sd_bus_message_open_container(reply, 'a', "s");
-	for (size_t i = 0; i < t->envc; i++)
-		sd_bus_message_append(reply, "s", t->env[i]);
-	sd_bus_message_close_container(reply);
-	sd_bus_message_close_container(reply);
-	sd_bus_message_close_container(reply);
-	sd_bus_message_append(reply, "{sv}", "cwd", "s", t->cwd ? t->cwd : "/");
-	sd_bus_message_append(reply, "{sv}", "user", "s", user);
-	sd_bus_message_append(reply, "{sv}", "port", "q", (uint16_t)t->port);
-	sd_bus_message_append(reply, "{sv}", "memory_limit", "t", t->memory_limit);
-	sd_bus_message_append(reply, "{sv}", "allow_outbound", "b", (int)t->allow_outbound);
-	sd_bus_message_append(reply, "{sv}", "egress", "s", sandbox_egress_of_template(t));
-	sd_bus_message_append(reply, "{sv}", "idle_ms", "u", t->idle_ms);
-	sd_bus_message_append(reply, "{sv}", "warm", "b", (int)t->warm);
-	sd_bus_message_append(reply, "{sv}", "standby", "u", t->standby);
-	sd_bus_message_append(reply, "{sv}", "builtin", "b", (int)t->builtin);
-	sd_bus_message_append(reply, "{sv}", "imported", "b", (int)t->imported);
-	sd_bus_message_append(reply, "{sv}", "built", "b", access(t->rootfs, F_OK) == 0);
-	sd_bus_message_close_container(reply);
-	r = sd_bus_send(NULL, reply, NULL);
-	sd_bus_message_unref(reply);
-	return r;
-}
-
-static const sd_bus_vtable template_vtable[] = {
-	SD_BUS_VTABLE_START(0),
-	SD_BUS_METHOD_WITH_NAMES(
-		"ImportTemplate", "shsa{sv}",
-		SD_BUS_PARAM(name) SD_BUS_PARAM(source) SD_BUS_PARAM(format) SD_BUS_PARAM(options),
-		"a{sv}", SD_BUS_PARAM(result), method_import_template, SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_METHOD_WITH_NAMES("GetTemplate", "s", SD_BUS_PARAM(name), "a{sv}",
-				 SD_BUS_PARAM(options), method_get_template,
-				 SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_SIGNAL_WITH_NAMES(
-		"ImportProgress", "sstt",
-		SD_BUS_PARAM(name) SD_BUS_PARAM(phase) SD_BUS_PARAM(done) SD_BUS_PARAM(total), 0),
-	SD_BUS_VTABLE_END};
-
-int
-template_dbus_init(struct supervisor *s)
-{
-	return sd_bus_add_object_vtable(s->bus, NULL, MANAGER_PATH, MANAGER_IFACE, template_vtable,
-					s);
 }
