@@ -5,8 +5,8 @@
  * helper request) cannot be surprised. Names, tags and ids get their own stricter checks where
  * they are read. */
 #include "dbus-input.h"
+#include "bus-errors.h"
 #include "names.h"
-#include "supervisor.h"
 
 #include <errno.h>
 #include <string.h>

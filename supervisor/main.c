@@ -13,7 +13,12 @@
 #include "notify.h"
 #include "privdrop.h"
 #include "sandbox-egress.h"
+#include "reclaim.h"
+#include "snapshot.h"
+#include "supervisor-dbus.h"
 #include "supervisor.h"
+#include "templates.h"
+#include "warm.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -7,7 +7,12 @@
 #include "owner.h"
 #include "sandbox-egress.h"
 #include "snapshotd-client.h"
+#include "reclaim.h"
+#include "snapshot.h"
+#include "supervisor-dbus.h"
 #include "supervisor.h"
+#include "templates.h"
+#include "warm.h"
 
 #include <string.h>
 #include <unistd.h>

@@ -5,6 +5,7 @@
 #include "snapshotd-client.h"
 #include "macro.h"
 #include "metrics.h"
+#include "reclaim.h"
 #include "supervisor.h"
 
 #include <string.h>

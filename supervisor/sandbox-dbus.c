@@ -13,6 +13,8 @@
 #include "logs.h"
 #include "owner.h"
 #include "sandbox-egress.h"
+#include "snapshot.h"
+#include "supervisor-dbus.h"
 #include "supervisor.h"
 
 #include <stdio.h>

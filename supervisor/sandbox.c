@@ -48,6 +48,15 @@ sandbox_find(struct supervisor *s, const char *id)
 	return NULL;
 }
 
+struct template *
+template_find(struct supervisor *s, const char *name)
+{
+	for (struct template *t = s->templates; t; t = t->next)
+		if (!strcmp(t->name, name))
+			return t;
+	return NULL;
+}
+
 bool
 sandbox_visible(const struct sandbox *sb)
 {

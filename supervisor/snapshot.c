@@ -18,7 +18,9 @@
 #include "metrics.h"
 #include "owner.h"
 #include "sandbox-egress.h"
+#include "snapshot.h"
 #include "supervisor.h"
+#include "warm.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -103,31 +103,12 @@ struct supervisor {
 
 extern struct supervisor *sup;
 
-/* templates.c */
-int templates_load(struct supervisor *s);
-struct template *template_find(struct supervisor *s, const char *name);
-int template_add(struct supervisor *s, struct template *t, sd_bus_error *err);
-int template_check(struct supervisor *s, struct template *t, sd_bus_error *err);
-/* template-check.c: AddTemplate's checks, then netnsd's spawner checks the rootfs's tree, then
- * template_add; m is answered when that is done (t is taken). 1, or <0 with err set. */
-int template_add_checked(struct supervisor *s, struct template *t, sd_bus_message *m,
-			 sd_bus_error *err);
-int template_remove(struct supervisor *s, const char *name, sd_bus_error *err);
-void template_free(struct template *t);
-
 /* template-options.c: env, cwd and user of templates (AddTemplate and ImportTemplate options,
  * read back by GetTemplate) and what a spawn passes to the runtime */
 struct Warren__V1__SpawnSandboxRequest;
 int template_option_read(sd_bus_message *m, const char *key, struct template *t, sd_bus_error *err);
 int template_spawn_fill(const struct template *t, const char *sandbox_id,
 			struct Warren__V1__SpawnSandboxRequest *q, char ***env_out);
-/* template-import.c: the link to warren-importd (ImportTemplate, GetTemplate: manager-dbus.c) */
-const char *template_import_busy(void);
-int template_import_start(struct template *t, bool argv_set, bool port_set, int source,
-			  const char *format, const char *reference, int vm, sd_bus_message *m,
-			  sd_bus_error *err);
-void template_import_remove_tree(const char *name);
-extern const char *template_importd_socket;
 
 /* sandbox.c */
 /* What the features above sandbox.c learn from it (set by main.c, as helper_hooks): forgotten
@@ -154,6 +135,9 @@ struct sandbox_hooks {
 };
 void sandbox_hooks_set(const struct sandbox_hooks *h);
 struct sandbox *sandbox_find(struct supervisor *s, const char *id);
+/* The template registry's lookup (its list is templates.c's): here, below the features,
+ * because a spawn and a route push read the template. */
+struct template *template_find(struct supervisor *s, const char *name);
 void sandbox_route_refresh(const char *id);
 /* backend: "gvisor" or "microvm" (the Backends property lists what netnsd serves) */
 int sandbox_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
@@ -167,10 +151,6 @@ int sandbox_create_restoring(struct supervisor *s, sd_bus_message *m, struct tem
 			     const char *backend, uint32_t pool_timeout_ms,
 			     uint32_t start_timeout_ms, bool wait, int image_fd, const char *tag,
 			     sd_bus_error *err);
-/* template-limits.c: AddTemplate's pids/cpu_millis option into t (range-checked; the host's
- * caps are netnsd's); 0 or a D-Bus error. */
-int template_limit_option(sd_bus_message *m, const char *key, struct template *t,
-			  sd_bus_error *err);
 
 /* Visible on D-Bus: created (a slot claimed) and not a standby. */
 bool sandbox_visible(const struct sandbox *sb);
@@ -182,37 +162,13 @@ void sandbox_take_standby(struct sandbox *sb, sd_bus_message *m);
 /* A cold create nobody waits for; returns the sandbox (NULL on error). */
 struct sandbox *sandbox_create_internal(struct supervisor *s, struct template *t,
 					const char *backend);
-/* warm.c */
-int warm_create(struct supervisor *s, sd_bus_message *m, struct template *t, const char *backend,
-		uint32_t pool_timeout_ms, uint32_t start_timeout_ms, bool wait);
-void warm_sandbox_ready(struct sandbox *sb);
-void warm_done(const char *template_name, const char *backend, bool ok);
-void warm_tag(const char *template_name, const char *backend, char *tag, size_t size);
-struct template *warm_tag_owner(const char *tag);
-/* discard_parent: a warm template's image (warm.c): the parent is not restored and the image
- * is committed with COMPRESSION_NONE */
-int snapshot_start(struct sandbox *sb, sd_bus_message *m, const char *tag, unsigned fork_count,
-		   bool discard_parent, sd_bus_error *err);
 int sandbox_destroy(struct sandbox *sb);
 void sandbox_snapshot_begin(struct sandbox *sb);
 void sandbox_snapshot_aborted(struct sandbox *sb);
 void sandbox_restore(struct sandbox *sb, int image_fd, const char *tag, uint64_t pause_started);
 void sandbox_restore_failed(struct sandbox *sb, const char *why);
 void ipc_ignore_reply(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud);
-/* snapshot.c */
-int image_open_call(const char *tag, unsigned timeout_ms, ipc_reply_fn cb, void *ud);
-int image_remove_call(const char *tag, ipc_reply_fn cb, void *ud);
-void fork_job_child_done(struct fork_job *j, const char *id, bool ok, const char *error);
-/* ForkTag and BranchSandbox: count children of tag's image; *op is taken, or left to the caller
- * to answer when the fork cannot start (<0). */
-int fork_start(struct operation **op, const char *tag, unsigned count);
-/* RemoveTag: 0, or TagBusy in err while a fork or a restore holds the tag's image. */
-int tag_busy_check(const char *tag, sd_bus_error *err);
 int sandbox_freeze(struct sandbox *sb, bool freeze, sd_bus_message *m);
-/* reclaim.c: the swap/zswap set-up through snapshotd and the host's current figures */
-int reclaim_setup_call(struct supervisor *s, sd_bus_message *m, uint64_t swap_bytes, bool zswap,
-		       const char *compressor, uint32_t max_pool_percent, bool undo);
-void reclaim_after_freeze(struct sandbox *sb);
 /* 0, or -ENOMEM: nothing was asked and m (if any) is the caller's to answer */
 int freeze_request(struct sandbox *sb, bool freeze, sd_bus_message *m);
 /* The one way a sandbox's state changes: 0, or -EINVAL (logged) when its state does not accept
@@ -240,12 +196,6 @@ unsigned sandbox_count(struct supervisor *s);
 /* state-file.c */
 int state_write_sandbox(struct supervisor *s, struct sandbox *sb);
 void state_remove_sandbox(struct supervisor *s, const char *id);
-
-/* manager-dbus.c, sandbox-dbus.c */
-int manager_dbus_init(struct supervisor *s);
-int sandbox_dbus_init(struct supervisor *s);
-void sandbox_dbus_emit_new(struct sandbox *sb, bool added);
-void sandbox_dbus_emit_state(struct sandbox *sb);
 
 /* journal.c: log lines to journald with SANDBOX_ID=, TEMPLATE=, BACKEND= (force, or when
  * stderr is the journal) */

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "netnsd-client.h"
 #include "supervisor.h"
+#include "templates.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "macro.h"
 #include "supervisor.h"
+#include "templates.h"
 #include "template-record.h"
 
 #include "warren/v1/importd.pb-c.h"

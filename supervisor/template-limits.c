@@ -3,6 +3,7 @@
  * host-wide --sandbox-pids/--sandbox-cpus of netnsd stay the caps: its spawner gives a sandbox
  * the smaller of the two (a gVisor sandbox's config.json, a microVM's VMM cgroup). */
 #include "supervisor.h"
+#include "templates.h"
 #include "template-record.h"
 
 #include <string.h>

@@ -6,7 +6,10 @@
 #include "template-record.h"
 #include "log.h"
 #include "macro.h"
+#include "snapshot.h"
 #include "supervisor.h"
+#include "templates.h"
+#include "warm.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,15 +43,6 @@ template_new(const char *name, const char *rootfs, const char *const *argv, unsi
 	t->memory_limit = mem;
 	t->builtin = builtin;
 	return t;
-}
-
-struct template *
-template_find(struct supervisor *s, const char *name)
-{
-	for (struct template *t = s->templates; t; t = t->next)
-		if (!strcmp(t->name, name))
-			return t;
-	return NULL;
 }
 
 static void

@@ -7,7 +7,9 @@
 #include "log.h"
 #include "macro.h"
 #include "sandbox-egress.h"
+#include "snapshot.h"
 #include "supervisor.h"
+#include "warm.h"
 
 #include <stdio.h>
 #include <string.h>
