@@ -742,6 +742,6 @@ manager_dbus_init(struct supervisor *s)
 {
 	int r = sd_bus_add_object_vtable(s->bus, NULL, MANAGER_PATH, MANAGER_IFACE, manager_vtable,
 					 s);
-	/* ImportTemplate, GetTemplate (template-import.c): a second vtable of the interface */
+	/* ImportTemplate, GetTemplate (above): a second vtable of the interface */
 	return r < 0 ? r : template_dbus_init(s);
 }

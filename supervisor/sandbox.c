@@ -1,6 +1,6 @@
 /* Sandbox lifecycle in the supervisor: the state machine, the create flow (claim a slot from
  * netnsd -> route in the gateway -> reply -> spawn in netnsd -> ready from the gateway's probe),
- * exits, destroy, exec, freeze/thaw. Records are written by state-file.c and read back, with the
+ * exits, destroy, freeze/thaw. Records are written by state-file.c and read back, with the
  * runtimes netnsd still runs re-adopted, by readopt.c. */
 #include "fault.h"
 #include "clock.h"
