@@ -2,19 +2,9 @@
  * frozen check (netnsd; snapshotd checks before reclaiming), kill and remove (netnsd's spawner).
  * cgroup v2 first, v1 where the host has it. */
 #pragma once
+#include "cgroup-path.h"
 #include <stdbool.h>
 #include <sys/types.h>
-
-/* A sandbox's cgroup, relative to each hierarchy's root, is named in one place:
- * <parent>/<id>. The privileged helpers (netnsd, its spawner, snapshotd) compose it from their own
- * --cgroup-parent, never from a path the supervisor sends (a compromised supervisor would point
- * them at the host's cgroups); the supervisor is told it by netnsd (SpawnSandboxResponse.cgroup,
- * SandboxInfo.cgroup). -ENAMETOOLONG when it does not fit. */
-#define CGROUP_PATH_MAX 160
-int cgroup_sandbox_path(const char *parent, const char *id, char *buf, size_t size);
-/* A --cgroup-parent or a path netnsd reports: absolute, no empty, "." or ".." component, only
- * [A-Za-z0-9._@-] in names, shorter than CGROUP_PATH_MAX. */
-bool cgroup_path_valid(const char *p);
 
 bool cgroup_is_v2(void);
 int cgroup_freeze(const char *rel, bool freeze);

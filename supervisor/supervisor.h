@@ -7,7 +7,7 @@
 
 #include "backend.h"
 #include "bus-errors.h"
-#include "cgroup.h"
+#include "cgroup-path.h"
 #include "daemon.h"
 #include "egress-policy.h"
 #include "helper-client.h"
