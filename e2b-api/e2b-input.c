@@ -319,3 +319,63 @@ e2b_input_network_policy(const char *const *allow, size_t n_allow, const char *c
 		}
 	return 0;
 }
+
+int
+e2b_input_network_key(const char *key, enum e2b_json_kind kind, size_t n, char *why, size_t whylen)
+{
+	/* their entries are e2b_input_network_policy's; the caller checks they are arrays */
+	if (!strcmp(key, "allowOut") || !strcmp(key, "denyOut"))
+		return 0;
+	/* true (E2B's default): a sandbox's own port is served to any client that reaches
+	 * Warren's gateway, with no traffic token (the gateway checks one only on the agent's
+	 * port). false would ask it to demand one, which it cannot: refused, not dropped. */
+	if (!strcmp(key, "allowPublicTraffic")) {
+		if (kind == E2B_JSON_NULL || kind == E2B_JSON_TRUE)
+			return 0;
+		if (kind == E2B_JSON_FALSE)
+			snprintf(why, whylen,
+				 "network.allowPublicTraffic: false is not supported: Warren's "
+				 "gateway serves a sandbox's port to every client that reaches "
+				 "it, with no traffic access token");
+		else
+			snprintf(why, whylen, "network.allowPublicTraffic must be a boolean");
+		return -EINVAL;
+	}
+	/* the gateway forwards the Host header as the client sent it */
+	if (!strcmp(key, "maskRequestHost")) {
+		if (kind == E2B_JSON_NULL)
+			return 0;
+		snprintf(why, whylen,
+			 "network.maskRequestHost is not supported: Warren's gateway forwards "
+			 "the Host header as the client sent it");
+		return -EINVAL;
+	}
+	/* per-host header transforms need an egress HTTP proxy; Warren filters addresses */
+	if (!strcmp(key, "rules")) {
+		if (kind == E2B_JSON_NULL || (kind == E2B_JSON_OBJECT && n == 0))
+			return 0;
+		snprintf(why, whylen,
+			 "network.rules is not supported: Warren has no egress proxy to apply "
+			 "per-host transforms (only {} is accepted)");
+		return -EINVAL;
+	}
+	if (!strcmp(key, "egressProxy")) {
+		if (kind == E2B_JSON_NULL)
+			return 0;
+		snprintf(why, whylen,
+			 "network.egressProxy is not supported: Warren does not tunnel a "
+			 "sandbox's egress through a proxy");
+		return -EINVAL;
+	}
+	/* the key is the client's: echoed only when it is printable text */
+	if (e2b_input_text_ok(key, strlen(key), 64))
+		snprintf(why, whylen,
+			 "network.%s: unknown key (Warren knows allowOut, denyOut, "
+			 "allowPublicTraffic, maskRequestHost, rules, egressProxy)",
+			 key);
+	else
+		snprintf(why, whylen,
+			 "network: an unknown key (Warren knows allowOut, denyOut, "
+			 "allowPublicTraffic, maskRequestHost, rules, egressProxy)");
+	return -EINVAL;
+}
