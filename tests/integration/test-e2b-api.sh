@@ -145,7 +145,7 @@ bad "network.allowOut with a newline" 400 '{"templateID":"'"$TEMPLATE"'","networ
 bad "network not an object" 400 '{"templateID":"'"$TEMPLATE"'","network":["0.0.0.0/0"]}'
 # what Warren does not do is refused, not dropped (a security setting silently ignored)
 bad "network.allowPublicTraffic false (the gateway asks no traffic token)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"allowPublicTraffic":false}}'
-expect "the refusal names the setting and why" grep -q "allowPublicTraffic: false is not supported" "$T/body"
+expect "the refusal names the setting and why" grep -q "allowPublicTraffic only true is supported" "$T/body"
 bad "network.maskRequestHost (the gateway forwards Host as sent)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"maskRequestHost":"${PORT}-x.example.com"}}'
 bad "network.rules (no egress HTTP proxy)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7"],"rules":{"192.0.2.7":[{"transform":{"headers":{"a":"b"}}}]}}}'
 bad "network.egressProxy (no tunnel)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"egressProxy":{"address":"192.0.2.7:1080"}}}'
