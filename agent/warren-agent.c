@@ -50,6 +50,7 @@
 #include <arpa/inet.h>
 #include <linux/vm_sockets.h>
 
+#include "agent-user.h"
 #include "agent-protocol.h"
 #include "envd-proto.h"
 #include "envd.h"
@@ -208,21 +209,6 @@ static bool app_user_set;
 static uid_t app_uid;
 static gid_t app_gid;
 static bool applying_app_identity;
-
-/* "UID:GID" (the spawner's --user, the microVM's warren.user=), each at most 65534; the
- * whole string when exact, else up to a blank or the command line's final newline. */
-static bool
-parse_user(const char *s, bool exact, uid_t *uid, gid_t *gid)
-{
-	unsigned u, g;
-	char end;
-	int n = sscanf(s, "%u:%u%c", &u, &g, &end);
-	if (n < 2 || (n == 3 && (exact || (end != ' ' && end != '\n'))) || u > 65534 || g > 65534)
-		return false;
-	*uid = u;
-	*gid = g;
-	return true;
-}
 
 /* In the program's child, before its exec: the template's user holds neither root nor the
  * sandbox's capabilities, which the agent keeps to run E2B's commands as any user. */
@@ -635,7 +621,7 @@ main(int argc, char **argv)
 	if (argc >= 5 && !strcmp(argv[1], "--user") && !strcmp(argv[3], "--")) {
 		uid_t uid;
 		gid_t gid;
-		if (!parse_user(argv[2], true, &uid, &gid)) {
+		if (agent_user_parse(argv[2], true, &uid, &gid) < 0) {
 			fprintf(stderr, "warren-agent: --user is UID:GID, not %s\n", argv[2]);
 			return 127;
 		}
@@ -687,8 +673,8 @@ main(int argc, char **argv)
 		app_cwd = cwd[0];
 	const char *user = strstr(cmdline, " warren.user=");
 	/* named but not understood: never run the program as root instead */
-	if (user && !(app_user_set = parse_user(user + strlen(" warren.user="), false, &app_uid,
-						&app_gid))) {
+	if (user && !(app_user_set = agent_user_parse(user + strlen(" warren.user="), false,
+						      &app_uid, &app_gid) == 0)) {
 		say("warren.user= is not UID:GID\n");
 		vm_end();
 	}

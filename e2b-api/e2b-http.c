@@ -411,15 +411,50 @@ call_init(struct e2b_api *a, struct e2b_sandbox *s, json_t *envs, bool required,
 	return r;
 }
 
-/* network: {allowOut: [...], denyOut: [...]} (other keys, such as allowPublicTraffic and
- * maskRequestHost, are not applied) with allow_internet_access, as an egress policy for
- * CreateSandbox: "" keeps the template's (e2b_input_network_policy). */
+/* what e2b_input_network_key needs to know of a value */
+static enum e2b_json_kind
+json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_TRUE:
+		return E2B_JSON_TRUE;
+	case JSON_FALSE:
+		return E2B_JSON_FALSE;
+	case JSON_STRING:
+		return E2B_JSON_STRING;
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return E2B_JSON_NUMBER;
+	case JSON_ARRAY:
+		return E2B_JSON_ARRAY;
+	case JSON_OBJECT:
+		return E2B_JSON_OBJECT;
+	default:
+		return E2B_JSON_NULL;
+	}
+}
+
+/* network: {allowOut: [...], denyOut: [...]} with allow_internet_access, as an egress policy
+ * for CreateSandbox: "" keeps the template's (e2b_input_network_policy). Every other key asks
+ * for what Warren does anyway or is refused (e2b_input_network_key): a security setting is
+ * never silently dropped. */
 static int
 network_policy(json_t *net, bool internet, char *out, size_t size, char *why, size_t whylen)
 {
 	const char *lists[2][E2B_NETWORK_MAX];
 	size_t n[2] = {0, 0};
 	const char *names[2] = {"allowOut", "denyOut"};
+	const char *key;
+	json_t *val;
+	if (json_is_object(net))
+		json_object_foreach(net, key, val)
+		{
+			size_t count = json_is_object(val)  ? json_object_size(val)
+				       : json_is_array(val) ? json_array_size(val)
+							    : 0;
+			if (e2b_input_network_key(key, json_kind(val), count, why, whylen) < 0)
+				return -EINVAL;
+		}
 	for (int k = 0; net && !json_is_null(net) && k < 2; k++) {
 		json_t *arr = json_is_object(net) ? json_object_get(net, names[k]) : NULL, *v;
 		size_t i;

@@ -319,3 +319,57 @@ e2b_input_network_policy(const char *const *allow, size_t n_allow, const char *c
 		}
 	return 0;
 }
+
+#define KIND(k) (1u << (k))
+#define ANY_KIND (~0u)
+
+/* network's keys and the values that ask for nothing Warren does not do; E2B's spec and SDK
+ * (SandboxNetworkOpts) name no others. A value outside the set is refused with why. */
+static const struct {
+	const char *key;
+	unsigned kinds;	   /* KIND() of the values accepted */
+	bool empty_object; /* and {} */
+	const char *why;
+} network_keys[] = {
+	/* their entries are e2b_input_network_policy's; the caller checks they are arrays */
+	{"allowOut", ANY_KIND, false, NULL},
+	{"denyOut", ANY_KIND, false, NULL},
+	/* true (E2B's default) is what the gateway does: a sandbox's own port is served with no
+	 * traffic token (only the agent's port needs one); false would ask it to demand one */
+	{"allowPublicTraffic", KIND(E2B_JSON_NULL) | KIND(E2B_JSON_TRUE), false,
+	 "only true is supported: Warren's gateway serves a sandbox's port to every client that "
+	 "reaches it, with no traffic access token"},
+	{"maskRequestHost", KIND(E2B_JSON_NULL), false,
+	 "is not supported: Warren's gateway forwards the Host header as the client sent it"},
+	/* per-host header transforms need an egress HTTP proxy; Warren filters addresses */
+	{"rules", KIND(E2B_JSON_NULL), true,
+	 "is not supported: Warren has no egress proxy to apply per-host transforms (only {} is "
+	 "accepted)"},
+	{"egressProxy", KIND(E2B_JSON_NULL), false,
+	 "is not supported: Warren does not tunnel a sandbox's egress through a proxy"},
+};
+
+int
+e2b_input_network_key(const char *key, enum e2b_json_kind kind, size_t n, char *why, size_t whylen)
+{
+	for (size_t i = 0; i < sizeof network_keys / sizeof network_keys[0]; i++) {
+		if (strcmp(key, network_keys[i].key))
+			continue;
+		if ((network_keys[i].kinds & KIND(kind)) ||
+		    (network_keys[i].empty_object && kind == E2B_JSON_OBJECT && n == 0))
+			return 0;
+		snprintf(why, whylen, "network.%s %s", key, network_keys[i].why);
+		return -EINVAL;
+	}
+	/* the key is the client's: echoed only when it is printable text */
+	if (e2b_input_text_ok(key, strlen(key), 64))
+		snprintf(why, whylen,
+			 "network.%s: unknown key (Warren knows allowOut, denyOut, "
+			 "allowPublicTraffic, maskRequestHost, rules, egressProxy)",
+			 key);
+	else
+		snprintf(why, whylen,
+			 "network: an unknown key (Warren knows allowOut, denyOut, "
+			 "allowPublicTraffic, maskRequestHost, rules, egressProxy)");
+	return -EINVAL;
+}

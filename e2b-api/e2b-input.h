@@ -57,3 +57,24 @@ int e2b_input_unescape(const char *in, size_t inlen, char *out, size_t outlen);
 int e2b_input_network_policy(const char *const *allow, size_t n_allow, const char *const *deny,
 			     size_t n_deny, bool internet, char *out, size_t size, char *why,
 			     size_t whylen);
+
+/* As much of a JSON value's type as e2b_input_network_key needs (e2b-input.c does not parse
+ * JSON: its caller says what it holds). */
+enum e2b_json_kind {
+	E2B_JSON_NULL,
+	E2B_JSON_TRUE,
+	E2B_JSON_FALSE,
+	E2B_JSON_STRING,
+	E2B_JSON_NUMBER,
+	E2B_JSON_ARRAY,
+	E2B_JSON_OBJECT,
+};
+
+/* One key of the create body's network object, with its value's kind and, for an array or an
+ * object, its size: 0 when Warren honours it (allowOut and denyOut, whose entries
+ * e2b_input_network_policy judges) or it asks for what Warren does anyway (allowPublicTraffic
+ * true, no maskRequestHost, rules {}, no egressProxy); -EINVAL, why filled, when it asks for
+ * what Warren does not do, or the key is unknown: a network setting, which is a security one,
+ * is refused rather than silently dropped. */
+int e2b_input_network_key(const char *key, enum e2b_json_kind kind, size_t n, char *why,
+			  size_t whylen);

@@ -22,9 +22,9 @@
 #include "log.h"
 #include "macro.h"
 #include "names.h"
+#include "state-file.h"
 #include "supervisor.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -285,48 +285,47 @@ record_read(int dfd, const char *name, uint64_t now, uint64_t *end, int *action)
 	return lifetime_record_parse(buf, (size_t)k, now, end, action);
 }
 
+struct lifetime_load {
+	struct supervisor *s;
+	uint64_t now;
+};
+
+static void
+lifetime_record_load(int dfd, const char *name, const char *path, void *ctx)
+{
+	struct lifetime_load *ll = ctx;
+	uint64_t now = ll->now;
+	struct sandbox *sb = sandbox_id_valid(name) ? sandbox_find(ll->s, name) : NULL;
+	if (!sb) {
+		log_info("Removing lifetime record %s: no such sandbox", path);
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	uint64_t end = 0;
+	int action = 0;
+	int r = record_read(dfd, name, now, &end, &action);
+	if (r < 0) {
+		log_warning_errno(r,
+				  "Sandbox %s: lifetime record not valid (%m): removed, "
+				  "the sandbox has no lifetime",
+				  sb->id);
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	struct lifetime *l = lifetime_new(sb->id, end, (enum lifetime_action)action);
+	if (!l) {
+		log_error_errno(-ENOMEM, "Sandbox %s: lifetime not re-armed: %m", sb->id);
+		return;
+	}
+	arm(l);
+	log_info("Sandbox %s: lifetime re-armed, %s in %lld s", sb->id,
+		 lifetime_action_to_string(l->action),
+		 end > now ? (long long)((end - now) / 1000000) : 0LL);
+}
+
 void
 lifetime_load(struct supervisor *s)
 {
-	char dir[512];
-	snprintf(dir, sizeof dir, "%s/" LIFETIME_DIR, s->state_dir);
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	uint64_t now = realtime_usec();
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		/* readdir gives one path component: unlinkat on it stays in this directory */
-		struct sandbox *sb =
-			sandbox_id_valid(de->d_name) ? sandbox_find(s, de->d_name) : NULL;
-		if (!sb) {
-			log_info("Removing lifetime record %s/%s: no such sandbox", dir,
-				 de->d_name);
-			unlinkat(dirfd(d), de->d_name, 0);
-			continue;
-		}
-		uint64_t end = 0;
-		int action = 0;
-		int r = record_read(dirfd(d), de->d_name, now, &end, &action);
-		if (r < 0) {
-			log_warning_errno(r,
-					  "Sandbox %s: lifetime record not valid (%m): removed, "
-					  "the sandbox has no lifetime",
-					  sb->id);
-			unlinkat(dirfd(d), de->d_name, 0);
-			continue;
-		}
-		struct lifetime *l = lifetime_new(sb->id, end, (enum lifetime_action)action);
-		if (!l) {
-			log_error_errno(-ENOMEM, "Sandbox %s: lifetime not re-armed: %m", sb->id);
-			continue;
-		}
-		arm(l);
-		log_info("Sandbox %s: lifetime re-armed, %s in %lld s", sb->id,
-			 lifetime_action_to_string(l->action),
-			 end > now ? (long long)((end - now) / 1000000) : 0LL);
-	}
-	closedir(d);
+	struct lifetime_load ll = {s, realtime_usec()};
+	state_file_each_record(s->state_dir, LIFETIME_DIR, lifetime_record_load, &ll);
 }

@@ -8,9 +8,9 @@
 #include "log.h"
 #include "netnsd-client.h"
 #include "macro.h"
+#include "state-file.h"
 #include "supervisor.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,35 +46,31 @@ sandbox_kv(const char *k, const char *v, void *ud)
 	return 0;
 }
 
+static void
+sandbox_record_load(int dfd, const char *name, const char *path, void *ctx)
+{
+	(void)dfd;
+	if (!sandbox_id_valid(name))
+		return;
+	struct sandbox *sb = sandbox_new(ctx, name, "");
+	if (!sb) {
+		log_error("Sandbox record %s: out of memory, not read back", path);
+		return;
+	}
+	if (file_read_kv(path, sandbox_kv, sb) < 0) {
+		log_warning("Ignoring sandbox record %s: unreadable or not valid", path);
+		sandbox_forget(sb);
+		return;
+	}
+	sb->runtime_alive = true; /* until netnsd says otherwise */
+	log_info("Found sandbox %s (%s) from before the restart", sb->id,
+		 sandbox_state_to_string(sb->state));
+}
+
 void
 sandboxes_load(struct supervisor *s)
 {
-	char dir[512];
-	snprintf(dir, sizeof dir, "%s/sandboxes", s->state_dir);
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!sandbox_id_valid(de->d_name))
-			continue;
-		char path[800];
-		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-		struct sandbox *sb = sandbox_new(s, de->d_name, "");
-		if (!sb) {
-			log_error("Sandbox record %s: out of memory, not read back", path);
-			continue;
-		}
-		if (file_read_kv(path, sandbox_kv, sb) < 0) {
-			log_warning("Ignoring sandbox record %s: unreadable or not valid", path);
-			sandbox_forget(sb);
-			continue;
-		}
-		sb->runtime_alive = true; /* until netnsd says otherwise */
-		log_info("Found sandbox %s (%s) from before the restart", sb->id,
-			 sandbox_state_to_string(sb->state));
-	}
-	closedir(d);
+	state_file_each_record(s->state_dir, "sandboxes", sandbox_record_load, s);
 }
 
 struct namespace_ask {

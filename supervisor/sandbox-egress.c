@@ -8,9 +8,9 @@
 #include "log.h"
 #include "names.h"
 #include "netnsd-client.h"
+#include "state-file.h"
 #include "supervisor.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,32 +139,25 @@ sandbox_egress_forget(const struct sandbox *sb)
 				  sb->id);
 }
 
+static void
+egress_record_load(int dfd, const char *name, const char *path, void *ctx)
+{
+	struct supervisor *s = ctx;
+	struct sandbox *sb = sandbox_id_valid(name) ? sandbox_find(s, name) : NULL;
+	char text[EGRESS_POLICY_MAX + 2] = "";
+	if (!sb || file_read_line(path, text, sizeof text) < 0 ||
+	    egress_policy_canonical(text, sb->egress, sizeof sb->egress, NULL, 0) < 0) {
+		log_info("Removing egress record %s: no such sandbox or not valid", path);
+		unlinkat(dfd, name, 0);
+		if (sb)
+			sb->egress[0] = 0;
+	}
+}
+
 void
 sandbox_egress_load(struct supervisor *s)
 {
-	char dir[512];
-	snprintf(dir, sizeof dir, "%s/" EGRESS_DIR, s->state_dir);
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		struct sandbox *sb =
-			sandbox_id_valid(de->d_name) ? sandbox_find(s, de->d_name) : NULL;
-		char path[800], text[EGRESS_POLICY_MAX + 2] = "";
-		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-		/* readdir gives one path component: unlinkat on it stays in this directory */
-		if (!sb || file_read_line(path, text, sizeof text) < 0 ||
-		    egress_policy_canonical(text, sb->egress, sizeof sb->egress, NULL, 0) < 0) {
-			log_info("Removing egress record %s: no such sandbox or not valid", path);
-			unlinkat(dirfd(d), de->d_name, 0);
-			if (sb)
-				sb->egress[0] = 0;
-		}
-	}
-	closedir(d);
+	state_file_each_record(s->state_dir, EGRESS_DIR, egress_record_load, s);
 }
 
 struct set_egress {

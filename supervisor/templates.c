@@ -7,11 +7,11 @@
 #include "log.h"
 #include "macro.h"
 #include "snapshot.h"
+#include "state-file.h"
 #include "supervisor.h"
 #include "templates.h"
 #include "warm.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <unistd.h>
 #include <limits.h>
@@ -113,10 +113,8 @@ template_warm_tags_valid(const char *name)
 /* Read and re-check a saved record: one that is not exactly what template_save writes is
  * refused whole, with a log line, never half-applied. */
 static struct template *
-template_load_one(struct supervisor *s, const char *dir, const char *name)
+template_load_one(struct supervisor *s, const char *path, const char *name)
 {
-	char path[800];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	int r = file_read_all(path, &buf, &len);
@@ -167,6 +165,18 @@ template_load_one(struct supervisor *s, const char *dir, const char *name)
 	return t;
 }
 
+static void
+template_record_load(int dfd, const char *name, const char *path, void *ctx)
+{
+	(void)dfd;
+	struct supervisor *s = ctx;
+	if (!template_name_valid(name) || template_find(s, name))
+		return;
+	struct template *t = template_load_one(s, path, name);
+	if (t)
+		template_link(s, t);
+}
+
 int
 templates_load(struct supervisor *s)
 {
@@ -191,20 +201,7 @@ templates_load(struct supervisor *s)
 		template_link(s, builtin[i]);
 	}
 
-	char dir[512];
-	snprintf(dir, sizeof dir, "%s/templates", s->state_dir);
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!template_name_valid(de->d_name) || template_find(s, de->d_name))
-			continue;
-		struct template *t = template_load_one(s, dir, de->d_name);
-		if (t)
-			template_link(s, t);
-	}
-	closedir(d);
+	state_file_each_record(s->state_dir, "templates", template_record_load, s);
 	return 0;
 }
 

@@ -2,7 +2,8 @@
  * key file parser (common/api-keys.c). Beyond "no crash": every metadata pair the query
  * parser accepts passes the stored-text rule (no control character, bounded), a parsed
  * nextToken formats back to the same string, and a key file that parses formats back to a file
- * that parses to the same keys. The first byte picks the parser. */
+ * that parses to the same keys; a network key passes only when Warren knows it. The first byte
+ * picks the parser. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -97,6 +98,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * on */
 		const char *allow[E2B_NETWORK_MAX], *all = "0.0.0.0/0";
 		size_t n = 0;
+		/* the whole input as a network key, its value's kind from the first byte: only
+		 * a key Warren knows passes, and a refusal never echoes a control character */
+		static const char *const known[] = {
+			"allowOut",	   "denyOut", "allowPublicTraffic",
+			"maskRequestHost", "rules",   "egressProxy"};
+		char kwhy[256] = "";
+		if (e2b_input_network_key(s, (enum e2b_json_kind)((data[0] >> 3) % 7), data[0] >> 6,
+					  kwhy, sizeof kwhy) == 0) {
+			bool is_known = false;
+			for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+				is_known |= !strcmp(s, known[i]);
+			if (!is_known)
+				__builtin_trap();
+		} else if (!kwhy[0] || !e2b_input_text_ok(kwhy, strlen(kwhy), sizeof kwhy))
+			__builtin_trap();
 		for (char *save = NULL, *t = strtok_r(s, ";", &save); t && n < E2B_NETWORK_MAX;
 		     t = strtok_r(NULL, ";", &save))
 			allow[n++] = t;

@@ -103,8 +103,10 @@ expect "network denyOut all + allowOut: the sandbox's egress is that allow-list"
 	test "$(egress_of_create ',"network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7","198.51.100.0/24"]}')" = "192.0.2.7,198.51.100.0/24"
 expect "allow_internet_access false + allowOut: the same" \
 	test "$(egress_of_create ',"allow_internet_access":false,"network":{"allowOut":["192.0.2.7"]}')" = 192.0.2.7
-expect "allowOut alone keeps the template's (on)" \
-	test "$(egress_of_create ',"network":{"allowOut":["192.0.2.7"]}')" = on
+# network's other keys pass only when they ask for what Warren does anyway (the positive
+# control for the refusals below)
+expect "allowOut alone, with what Warren does anyway (public traffic, no rules, no proxy, no host mask), keeps the template's (on)" \
+	test "$(egress_of_create ',"network":{"allowOut":["192.0.2.7"],"allowPublicTraffic":true,"rules":{},"egressProxy":null,"maskRequestHost":null}')" = on
 # the same through the SDK's own network option (it resolves allowOut/denyOut into the body)
 sdk_net=$(cd "$E2B_DIR" && timeout 120 node --input-type=module -e "
 import { Sandbox, ALL_TRAFFIC } from 'e2b'
@@ -141,6 +143,13 @@ bad "network.denyOut of one range (Warren has allow-lists only)" 400 '{"template
 bad "network.allowOut of 17 entries" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":['"$(for i in $(seq 17); do printf '"192.0.2.%d",' "$i"; done | sed 's/,$//')"']}}'
 bad "network.allowOut with a newline" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["1.2.3.4\n"]}}'
 bad "network not an object" 400 '{"templateID":"'"$TEMPLATE"'","network":["0.0.0.0/0"]}'
+# what Warren does not do is refused, not dropped (a security setting silently ignored)
+bad "network.allowPublicTraffic false (the gateway asks no traffic token)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"allowPublicTraffic":false}}'
+expect "the refusal names the setting and why" grep -q "allowPublicTraffic only true is supported" "$T/body"
+bad "network.maskRequestHost (the gateway forwards Host as sent)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"maskRequestHost":"${PORT}-x.example.com"}}'
+bad "network.rules (no egress HTTP proxy)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7"],"rules":{"192.0.2.7":[{"transform":{"headers":{"a":"b"}}}]}}}'
+bad "network.egressProxy (no tunnel)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"egressProxy":{"address":"192.0.2.7:1080"}}}'
+bad "network with an unknown key" 400 '{"templateID":"'"$TEMPLATE"'","network":{"allowout":["192.0.2.7"]}}'
 bad "unknown template" 404 '{"templateID":"nosuchtemplate"}'
 bad "duplicate keys" 400 '{"templateID":"'"$TEMPLATE"'","templateID":"app"}'
 head -c $((1024 * 1024 + 16)) /dev/zero | tr '\0' ' ' >"$T/big"

@@ -378,6 +378,54 @@ test_network_policy(void **state)
 		0);
 }
 
+/* network's other keys: accepted only when they ask for what Warren does anyway */
+static void
+test_network_key(void **state)
+{
+	(void)state;
+	char why[256];
+	const struct {
+		const char *key;
+		enum e2b_json_kind kind;
+		size_t n;
+		int r;
+		const char *says; /* in why, when refused */
+	} cases[] = {
+		/* honoured: their entries are e2b_input_network_policy's */
+		{"allowOut", E2B_JSON_ARRAY, 2, 0, NULL},
+		{"denyOut", E2B_JSON_NULL, 0, 0, NULL},
+		/* what Warren does anyway */
+		{"allowPublicTraffic", E2B_JSON_TRUE, 0, 0, NULL},
+		{"allowPublicTraffic", E2B_JSON_NULL, 0, 0, NULL},
+		{"maskRequestHost", E2B_JSON_NULL, 0, 0, NULL},
+		{"rules", E2B_JSON_OBJECT, 0, 0, NULL},
+		{"rules", E2B_JSON_NULL, 0, 0, NULL},
+		{"egressProxy", E2B_JSON_NULL, 0, 0, NULL},
+		/* what it does not: refused, not dropped */
+		{"allowPublicTraffic", E2B_JSON_FALSE, 0, -EINVAL, "allowPublicTraffic only true"},
+		{"allowPublicTraffic", E2B_JSON_STRING, 0, -EINVAL, "allowPublicTraffic only true"},
+		{"maskRequestHost", E2B_JSON_STRING, 0, -EINVAL, "maskRequestHost"},
+		{"maskRequestHost", E2B_JSON_NUMBER, 0, -EINVAL, "maskRequestHost"},
+		{"rules", E2B_JSON_OBJECT, 1, -EINVAL, "rules"},
+		{"rules", E2B_JSON_ARRAY, 0, -EINVAL, "rules"},
+		{"egressProxy", E2B_JSON_OBJECT, 0, -EINVAL, "egressProxy"},
+		{"egressProxy", E2B_JSON_STRING, 0, -EINVAL, "egressProxy"},
+		/* unknown keys, whatever they hold; a key with a control character is not echoed */
+		{"httpsPorts", E2B_JSON_ARRAY, 0, -EINVAL, "network.httpsPorts: unknown key"},
+		{"allowout", E2B_JSON_ARRAY, 0, -EINVAL, "unknown key"},
+		{"", E2B_JSON_NULL, 0, -EINVAL, "unknown key"},
+		{"a\nb", E2B_JSON_NULL, 0, -EINVAL, "network: an unknown key"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		strcpy(why, "");
+		assert_int_equal(e2b_input_network_key(cases[i].key, cases[i].kind, cases[i].n, why,
+						       sizeof why),
+				 cases[i].r);
+		if (cases[i].says)
+			assert_non_null(strstr(why, cases[i].says));
+	}
+}
+
 int
 main(void)
 {
@@ -386,6 +434,7 @@ main(void)
 		cmocka_unit_test(test_metadata_query), cmocka_unit_test(test_list_params),
 		cmocka_unit_test(test_api_keys),       cmocka_unit_test(test_api_keys_file),
 		cmocka_unit_test(test_store_load),     cmocka_unit_test(test_network_policy),
+		cmocka_unit_test(test_network_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
