@@ -154,3 +154,52 @@ const char *const egress_deny4[] = {"0.0.0.0/8",    "10.0.0.0/8",     "100.64.0.
 				    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15",
 				    "224.0.0.0/4",  "240.0.0.0/4"};
 const size_t egress_deny4_n = sizeof egress_deny4 / sizeof egress_deny4[0];
+
+static uint32_t
+prefix_mask(unsigned prefix)
+{
+	return prefix ? htonl(~0u << (32 - prefix)) : 0;
+}
+
+size_t
+egress_policy_denied_entry(const struct egress_policy *p)
+{
+	for (size_t j = 0; j < egress_deny4_n; j++) {
+		struct egress_entry d;
+		if (entry_parse(egress_deny4[j], strlen(egress_deny4[j]), &d, NULL, 0) < 0)
+			continue;
+		for (size_t i = 0; p->mode == EGRESS_LIST && i < p->n; i++) {
+			/* two blocks overlap when they agree on the shorter prefix */
+			uint32_t mask =
+				prefix_mask(p->e[i].prefix < d.prefix ? p->e[i].prefix : d.prefix);
+			if ((p->e[i].addr & mask) == (d.addr & mask))
+				return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* e's addresses and ports are all c's */
+static bool
+entry_within(const struct egress_entry *e, const struct egress_entry *c)
+{
+	return c->prefix <= e->prefix && (e->addr & prefix_mask(c->prefix)) == c->addr &&
+	       (c->port == 0 || c->port == e->port);
+}
+
+bool
+egress_policy_within(const struct egress_policy *p, const struct egress_policy *ceiling)
+{
+	if (p->mode == EGRESS_OFF || ceiling->mode == EGRESS_ON)
+		return p->mode != EGRESS_LIST || egress_policy_denied_entry(p) == 0;
+	if (ceiling->mode == EGRESS_OFF || p->mode == EGRESS_ON)
+		return false;
+	for (size_t i = 0; i < p->n; i++) {
+		bool inside = false;
+		for (size_t j = 0; j < ceiling->n && !inside; j++)
+			inside = entry_within(&p->e[i], &ceiling->e[j]);
+		if (!inside)
+			return false;
+	}
+	return true;
+}

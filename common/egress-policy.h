@@ -48,3 +48,12 @@ int egress_policy_parse(const char *s, struct egress_policy *p, char *why, size_
 int egress_policy_format(const struct egress_policy *p, char *buf, size_t size);
 /* Parse then format: s in its canonical form in buf. */
 int egress_policy_canonical(const char *s, char *buf, size_t size, char *why, size_t why_size);
+/* 1 + the index of the first entry of an allow-list that overlaps a range of egress_deny4, 0 when
+ * none does (or p is not a list). */
+size_t egress_policy_denied_entry(const struct egress_policy *p);
+/* Whether p reaches nothing that ceiling does not: off is within everything; on is within on;
+ * a list is within on when it stays out of egress_deny4 (on never reaches those; a host's
+ * --egress-allow only opens more), and within a list when each entry lies inside one of its
+ * entries (a port-less entry covers every port). What a caller who is not the host's operator
+ * may ask of a template whose policy the operator chose (docs/E2B.md). */
+bool egress_policy_within(const struct egress_policy *p, const struct egress_policy *ceiling);

@@ -5,6 +5,7 @@
  * {"code": <HTTP status>, "message": "..."}. Sandboxes created elsewhere (warrenctl, D-Bus) are
  * not E2B's: only this daemon's records are listed or touched. */
 #include "e2b-api.h"
+#include "egress-policy.h"
 #include "log.h"
 #include "macro.h"
 
@@ -556,6 +557,15 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 	if (r == -ENOENT) {
 		reply_error(req, 404, "template '%s' not found", template);
 		goto out;
+	}
+	if (r >= 0 && egress[0]) {
+		/* the operator's template policy is the most a client's network may open */
+		char ceiling[EGRESS_POLICY_MAX];
+		r = e2b_bus_template_egress(a, template, ceiling, sizeof ceiling);
+		if (r >= 0 && e2b_input_egress_within(egress, ceiling, bad, sizeof bad) < 0) {
+			reply_error(req, 400, "%s", bad);
+			goto out;
+		}
 	}
 	char id[E2B_ID_LEN + 1];
 	sd_bus_error e = SD_BUS_ERROR_NULL;

@@ -294,29 +294,18 @@ e2b_input_network_policy(const char *const *allow, size_t n_allow, const char *c
 	 * may open a private address). An API key holder is not the host's operator: what it
 	 * lists must stay out of those ranges (egress_deny4, netnsd's deny set), or allowOut
 	 * ["0.0.0.0/0"] would reach the cloud metadata service and the host's LAN. */
-	char closed[EGRESS_POLICY_MAX] = "";
-	for (size_t j = 0, at = 0; j < egress_deny4_n && at < sizeof closed; j++)
-		at += (size_t)snprintf(closed + at, sizeof closed - at, "%s%s", j ? "," : "",
-				       egress_deny4[j]);
-	struct egress_policy p, d;
-	if (egress_policy_parse(out, &p, reason, sizeof reason) < 0 ||
-	    egress_policy_parse(closed, &d, reason, sizeof reason) < 0)
+	struct egress_policy p;
+	if (egress_policy_parse(out, &p, reason, sizeof reason) < 0)
 		return snprintf(why, whylen, "network.allowOut: %s", reason), -EINVAL;
-	for (size_t i = 0; p.mode == EGRESS_LIST && i < p.n; i++)
-		for (size_t j = 0; j < d.n; j++) {
-			unsigned pre =
-				p.e[i].prefix < d.e[j].prefix ? p.e[i].prefix : d.e[j].prefix;
-			uint32_t mask = pre ? htonl(~0u << (32 - pre)) : 0;
-			if ((p.e[i].addr & mask) == (d.e[j].addr & mask)) {
-				snprintf(
-					why, whylen,
-					"network.allowOut: entry %zu overlaps a range Warren keeps "
-					"closed (private, loopback, link-local, multicast, "
-					"reserved)",
-					i + 1);
-				return -EINVAL;
-			}
-		}
+	size_t bad = egress_policy_denied_entry(&p);
+	if (bad) {
+		snprintf(why, whylen,
+			 "network.allowOut: entry %zu overlaps a range Warren keeps closed "
+			 "(private, "
+			 "loopback, link-local, multicast, reserved)",
+			 bad);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -372,4 +361,20 @@ e2b_input_network_key(const char *key, enum e2b_json_kind kind, size_t n, char *
 			 "network: an unknown key (Warren knows allowOut, denyOut, "
 			 "allowPublicTraffic, maskRequestHost, rules, egressProxy)");
 	return -EINVAL;
+}
+
+int
+e2b_input_egress_within(const char *asked, const char *template_policy, char *why, size_t whylen)
+{
+	struct egress_policy p, c;
+	if (egress_policy_parse(asked, &p, why, whylen) < 0 ||
+	    egress_policy_parse(template_policy, &c, why, whylen) < 0)
+		return -EINVAL;
+	if (egress_policy_within(&p, &c))
+		return 0;
+	snprintf(why, whylen,
+		 "network.allowOut asks for more than the template's egress policy (%.64s%s) "
+		 "allows",
+		 template_policy, strlen(template_policy) > 64 ? "..." : "");
+	return -EPERM;
 }

@@ -142,6 +142,16 @@ bad "network.allowOut of the cloud metadata address" 400 '{"templateID":"'"$TEMP
 bad "network.denyOut of one range (Warren has allow-lists only)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["10.0.0.0/8"]}}'
 bad "network.allowOut of 17 entries" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":['"$(for i in $(seq 17); do printf '"192.0.2.%d",' "$i"; done | sed 's/,$//')"']}}'
 bad "network.allowOut with a newline" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["1.2.3.4\n"]}}'
+# the template's egress is the most a client's network may open: web's is off (checked), so an
+# allowOut of public addresses on it would open what the operator closed; a list template's
+# entries bound a client's list (e2bout's on took the same allowOut above: the positive control)
+mgr GetTemplate s "$TEMPLATE" | grep -q '"egress" s "off"' || fail "$TEMPLATE's egress is not off"
+bad "network.allowOut on a template whose egress is off" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7"]}}'
+expect "the refusal names the template's policy" grep -q "template's egress policy (off)" "$T/body"
+mgr AddTemplate ssasqta{sv} -- e2blist /var/lib/warren/templates/web/rootfs 7 /bin/busybox httpd \
+	-f -p 8080 -h /www 8080 67108864 1 egress s 192.0.2.0/24 >/dev/null
+bad "network.allowOut beyond a list template's entries" 400 '{"templateID":"e2blist","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7","198.51.100.1"]}}'
+mgr RemoveTemplate s e2blist >/dev/null
 bad "network not an object" 400 '{"templateID":"'"$TEMPLATE"'","network":["0.0.0.0/0"]}'
 # what Warren does not do is refused, not dropped (a security setting silently ignored)
 bad "network.allowPublicTraffic false (the gateway asks no traffic token)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"allowPublicTraffic":false}}'

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -99,13 +100,67 @@ test_garbage(void **state)
 	refused(big);
 }
 
+/* within(p, ceiling): p parsed from a, ceiling from b */
+static bool
+within(const char *a, const char *b)
+{
+	struct egress_policy p, c;
+	assert_int_equal(egress_policy_parse(a, &p, NULL, 0), 0);
+	assert_int_equal(egress_policy_parse(b, &c, NULL, 0), 0);
+	return egress_policy_within(&p, &c);
+}
+
+/* The ceiling an operator's template sets on what an E2B client asks for: nothing beyond it */
+static void
+test_within(void **state)
+{
+	(void)state;
+	assert_true(within("off", "off"));
+	assert_true(within("off", "on"));
+	assert_true(within("off", "192.0.2.7"));
+	assert_false(within("on", "off"));
+	assert_false(within("192.0.2.7", "off"));
+	assert_true(within("on", "on"));
+	assert_false(within("on", "192.0.2.0/24"));
+	/* a list within on: public addresses only (on never reaches the deny list) */
+	assert_true(within("192.0.2.7,198.51.100.0/24:443", "on"));
+	assert_false(within("10.1.2.3", "on"));
+	assert_false(within("192.0.2.7,169.254.169.254", "on"));
+	assert_false(within("0.0.0.0/0", "on"));
+	/* a list within a list: each entry inside one of the ceiling's, ports included */
+	assert_true(within("192.0.2.7", "192.0.2.0/24"));
+	assert_true(within("192.0.2.7:443,198.51.100.9", "198.51.100.0/24,192.0.2.0/24:443"));
+	assert_false(within("192.0.2.7", "192.0.2.0/24:443"));
+	assert_false(within("192.0.2.7:80", "192.0.2.0/24:443"));
+	assert_false(within("192.0.2.0/23", "192.0.2.0/24"));
+	assert_false(within("192.0.3.1", "192.0.2.0/24"));
+	/* a ceiling's private entry (the operator's choice) covers a client's entry inside it */
+	assert_true(within("10.1.2.3", "10.0.0.0/8"));
+}
+
+static void
+test_denied_entry(void **state)
+{
+	(void)state;
+	struct egress_policy p;
+	assert_int_equal(egress_policy_parse("192.0.2.7,8.8.8.8,10.0.0.1", &p, NULL, 0), 0);
+	assert_int_equal(egress_policy_denied_entry(&p), 3);
+	assert_int_equal(egress_policy_parse("0.0.0.0/0", &p, NULL, 0), 0);
+	assert_int_equal(egress_policy_denied_entry(&p), 1);
+	/* 172.15.255.255 is just below 172.16.0.0/12, 172.32.0.0 just above it */
+	assert_int_equal(egress_policy_parse("172.15.255.255,172.32.0.0", &p, NULL, 0), 0);
+	assert_int_equal(egress_policy_denied_entry(&p), 0);
+	assert_int_equal(egress_policy_parse("on", &p, NULL, 0), 0);
+	assert_int_equal(egress_policy_denied_entry(&p), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_accepted),
-		cmocka_unit_test(test_bounds),
-		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_accepted),     cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_garbage),	     cmocka_unit_test(test_within),
+		cmocka_unit_test(test_denied_entry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
