@@ -11,6 +11,7 @@
 #include "agent-token.h"
 #include "logs.h"
 #include "sandbox-egress.h"
+#include "state-file.h"
 #include "supervisor.h"
 
 #include <fcntl.h>

@@ -193,10 +193,6 @@ void sandbox_on_event(const IpcResponse *ev);
 char *sandbox_url(struct sandbox *sb);
 unsigned sandbox_count(struct supervisor *s);
 
-/* state-file.c */
-int state_write_sandbox(struct supervisor *s, struct sandbox *sb);
-void state_remove_sandbox(struct supervisor *s, const char *id);
-
 /* journal.c: log lines to journald with SANDBOX_ID=, TEMPLATE=, BACKEND= (force, or when
  * stderr is the journal) */
 void journal_init(bool force);

@@ -19,12 +19,13 @@ static int
 parse_user(const char *s, uint32_t *uid, uint32_t *gid)
 {
 	char *end;
-	if (!*s || *s == '-' || *s == '+')
+	/* digits first: strtoul would skip blanks and take a sign */
+	if (*s < '0' || *s > '9')
 		return -EINVAL;
 	unsigned long u = strtoul(s, &end, 10), g = u;
 	if (*end == ':') {
 		const char *gs = end + 1;
-		if (!*gs || *gs == '-' || *gs == '+')
+		if (*gs < '0' || *gs > '9')
 			return -EINVAL;
 		g = strtoul(gs, &end, 10);
 	}

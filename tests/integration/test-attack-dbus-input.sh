@@ -73,6 +73,11 @@ refused "65 arguments" "1-64 arguments" \
 	opmgr AddTemplate ssasqta{sv} inj "$ROOTFS" 65 $(seq 65) 8080 67108864 0
 refused "standby=1000" "standby is at most 16" \
 	opmgr AddTemplate ssasqta{sv} inj "$ROOTFS" "${WEBARGS[@]}" 8080 67108864 2 warm b true standby u 1000
+# user: digits only (strtoul alone took blanks and signs: " 5" and "+5:-1" passed)
+for u in " 5" "+5" "5: 6" "5:-1" "4294967296:0" "5:" ""; do
+	refused "user '$u'" "UID or UID:GID" \
+		opmgr AddTemplate ssasqta{sv} inj "$ROOTFS" "${WEBARGS[@]}" 8080 67108864 1 user s "$u"
+done
 named "AddTemplate with a newline in argv: the error name" --object-path /org/warren/Warren1 \
 	--method org.warren.Warren1.Manager.AddTemplate inj "$ROOTFS" "['/bin/busybox', 'x\nwarm=1']" 8080 67108864 '{}'
 named "AddTemplate with a 100 KiB argument: the error name" --object-path /org/warren/Warren1 \
