@@ -1,4 +1,5 @@
 #include "cgroup-path.h"
+#include "names.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,4 +32,10 @@ cgroup_sandbox_path(const char *parent, const char *id, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "%s/%s", parent, id);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+bool
+cgroup_parent_valid(const char *p)
+{
+	return cgroup_path_valid(p) && strlen(p) + 1 + SANDBOX_ID_LEN < CGROUP_PATH_MAX;
 }

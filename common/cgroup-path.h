@@ -14,3 +14,6 @@ int cgroup_sandbox_path(const char *parent, const char *id, char *buf, size_t si
 /* A --cgroup-parent or a path netnsd reports: absolute, no empty, "." or ".." component, only
  * [A-Za-z0-9._@-] in names, shorter than CGROUP_PATH_MAX. */
 bool cgroup_path_valid(const char *p);
+/* A --cgroup-parent: a valid path that leaves room for "/<sandbox id>" (a longer one would pass
+ * the check and then fail every spawn, reclaim and re-adoption). */
+bool cgroup_parent_valid(const char *p);

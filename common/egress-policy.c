@@ -162,21 +162,29 @@ prefix_mask(unsigned prefix)
 }
 
 size_t
-egress_policy_denied_entry(const struct egress_policy *p)
+egress_policy_overlaps(const struct egress_policy *p, const struct egress_entry *ranges, size_t n)
 {
-	for (size_t j = 0; j < egress_deny4_n; j++) {
-		struct egress_entry d;
-		if (entry_parse(egress_deny4[j], strlen(egress_deny4[j]), &d, NULL, 0) < 0)
-			continue;
+	for (size_t j = 0; j < n; j++)
 		for (size_t i = 0; p->mode == EGRESS_LIST && i < p->n; i++) {
 			/* two blocks overlap when they agree on the shorter prefix */
-			uint32_t mask =
-				prefix_mask(p->e[i].prefix < d.prefix ? p->e[i].prefix : d.prefix);
-			if ((p->e[i].addr & mask) == (d.addr & mask))
+			unsigned pre = p->e[i].prefix < ranges[j].prefix ? p->e[i].prefix
+									 : ranges[j].prefix;
+			if ((p->e[i].addr & prefix_mask(pre)) ==
+			    (ranges[j].addr & prefix_mask(pre)))
 				return i + 1;
 		}
-	}
 	return 0;
+}
+
+size_t
+egress_policy_denied_entry(const struct egress_policy *p)
+{
+	struct egress_entry d[16];
+	size_t n = 0;
+	for (size_t j = 0; j < egress_deny4_n && n < sizeof d / sizeof d[0]; j++)
+		if (entry_parse(egress_deny4[j], strlen(egress_deny4[j]), &d[n], NULL, 0) == 0)
+			n++;
+	return egress_policy_overlaps(p, d, n);
 }
 
 /* e's addresses and ports are all c's */

@@ -51,9 +51,13 @@ int egress_policy_canonical(const char *s, char *buf, size_t size, char *why, si
 /* 1 + the index of the first entry of an allow-list that overlaps a range of egress_deny4, 0 when
  * none does (or p is not a list). */
 size_t egress_policy_denied_entry(const struct egress_policy *p);
+/* The same against any n ranges (e.g. the host's own subnets, host-subnets.h). */
+size_t egress_policy_overlaps(const struct egress_policy *p, const struct egress_entry *ranges,
+			      size_t n);
 /* Whether p reaches nothing that ceiling does not: off is within everything; on is within on;
  * a list is within on when it stays out of egress_deny4 (on never reaches those; a host's
- * --egress-allow only opens more), and within a list when each entry lies inside one of its
- * entries (a port-less entry covers every port). What a caller who is not the host's operator
- * may ask of a template whose policy the operator chose (docs/E2B.md). */
+ * --egress-allow only opens more; netnsd also closes the host's own subnets to on, which only
+ * the caller can read: host_subnets4 and egress_policy_overlaps), and within a list when each entry
+ * lies inside one of its entries (a port-less entry covers every port). What a caller who is not
+ * the host's operator may ask of a template whose policy the operator chose (docs/E2B.md). */
 bool egress_policy_within(const struct egress_policy *p, const struct egress_policy *ceiling);

@@ -13,6 +13,7 @@
 
 #include "api-keys.h"
 #include "e2b-input.h"
+#include "egress-policy.h"
 
 struct seccomp_policy;
 
@@ -54,6 +55,9 @@ struct e2b_api {
 	/* fork tags still to remove: RemoveTag is refused while a child is being restored */
 	char pending_tags[16][32];
 	size_t n_pending_tags;
+	/* the host's own subnets when the daemon started: closed to "on", so to allowOut too */
+	struct egress_entry host_nets[32];
+	size_t n_host_nets;
 };
 
 /* e2b-store.c: records and the state file */

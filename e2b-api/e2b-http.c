@@ -559,6 +559,20 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 		goto out;
 	}
 	if (r >= 0 && egress[0]) {
+		/* the host's own subnets are closed to "on" (netnsd's deny set) but not to a list,
+		 * which netnsd checks first: a client's list may not name them */
+		struct egress_policy asked;
+		size_t host_hit = 0;
+		if (egress_policy_parse(egress, &asked, NULL, 0) == 0)
+			host_hit = egress_policy_overlaps(&asked, a->host_nets, a->n_host_nets);
+		if (host_hit) {
+			reply_error(
+				req, 400,
+				"network.allowOut: entry %zu overlaps a subnet of this host's own "
+				"interfaces",
+				host_hit);
+			goto out;
+		}
 		/* the operator's template policy is the most a client's network may open */
 		char ceiling[EGRESS_POLICY_MAX];
 		r = e2b_bus_template_egress(a, template, ceiling, sizeof ceiling);

@@ -2,6 +2,7 @@
  * user, no capabilities, a seccomp allow-list) that is a D-Bus client of the supervisor like
  * warrenctl, and reaches sandbox agents only through the gateway. main: options, what is
  * opened before the lock-down (listener, bus, state directory), the lock-down, the loop. */
+#include "host-subnets.h"
 #include "daemon.h"
 #include "e2b-api.h"
 #include "log.h"
@@ -217,6 +218,9 @@ main(int argc, char **argv)
 	if (a.state_dir_fd < 0 && !dc.seccomp_probe)
 		return log_error_errno(-errno, "Cannot open the state directory %s: %m", state_dir),
 		       1;
+	/* netnsd reads them when it starts too (its deny set); a netlink socket is not allowed
+	 * after the lock-down */
+	a.n_host_nets = host_subnets4("", a.host_nets, sizeof a.host_nets / sizeof a.host_nets[0]);
 	/* libcrypto reads its configuration on first use: before the filter */
 	uint8_t d[32];
 	api_key_digest("warm-up", 7, d);

@@ -85,15 +85,23 @@ adopt_proc_start(pid_t pid)
 static bool
 proc_in_cgroup(pid_t pid, const char *cgroup_parent, const char *id)
 {
-	char path[64], rel[CGROUP_PATH_MAX], want[CGROUP_PATH_MAX + 2], *buf = NULL;
+	char path[64], rel[CGROUP_PATH_MAX], *buf = NULL;
 	size_t len;
 	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
 	if (cgroup_sandbox_path(cgroup_parent, id, rel, sizeof rel) < 0)
 		return false;
-	snprintf(want, sizeof want, ":%s\n", rel);
 	if (file_read_all(path, &buf, &len) < 0)
 		return false;
-	bool ok = strstr(buf, want) != NULL;
+	/* each line is "hierarchy:controllers:path"; the path is compared whole (a cgroup name
+	 * may hold ':', so "/user.slice/x:<rel>" must not match) */
+	bool ok = false;
+	for (char *line = buf, *next; line && *line && !ok; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		ok = c2 && !strcmp(c2 + 1, rel);
+	}
 	free(buf);
 	return ok;
 }

@@ -194,8 +194,9 @@ main(int argc, char **argv)
 			runtime = optarg;
 			break;
 		case 'c':
-			if (!cgroup_path_valid(optarg)) {
-				log_error("Bad --cgroup-parent %s (an absolute cgroup path)",
+			if (!cgroup_parent_valid(optarg)) {
+				log_error("Bad --cgroup-parent %s (an absolute cgroup path, short "
+					  "enough for /<sandbox id>)",
 					  optarg);
 				return 2;
 			}

@@ -90,8 +90,9 @@ main(int argc, char **argv)
 		else if (c == 'r')
 			s.reclaim_dir = optarg;
 		else if (c == 'c') {
-			if (!cgroup_path_valid(optarg)) {
-				log_error("Bad --cgroup-parent %s (an absolute cgroup path)",
+			if (!cgroup_parent_valid(optarg)) {
+				log_error("Bad --cgroup-parent %s (an absolute cgroup path, short "
+					  "enough for /<sandbox id>)",
 					  optarg);
 				return 2;
 			}

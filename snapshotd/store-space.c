@@ -25,9 +25,9 @@ store_space_check(struct snapshotd *s, const char *id, char *why, size_t size)
 			snprintf(why, size, "bad sandbox id");
 			return -EINVAL;
 		}
-		char rel[300];
-		snprintf(rel, sizeof rel, "%s/%s", s->cgroup_parent, id);
-		if (cgroup_memory_usage(rel, &mem) == 0)
+		char rel[CGROUP_PATH_MAX];
+		if (cgroup_sandbox_path(s->cgroup_parent, id, rel, sizeof rel) == 0 &&
+		    cgroup_memory_usage(rel, &mem) == 0)
 			need += mem;
 	}
 	if (avail >= need)

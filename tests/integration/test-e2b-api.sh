@@ -9,6 +9,10 @@
 # are only this daemon's own; records survive a kill -9 of the daemon; its lock-down holds.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/e2b-lib.sh"
+# a subnet of the host's own (TEST-NET-3 on a dummy link): closed to "on", so to allowOut too;
+# read when the daemons start
+ip link add wtesthost0 type dummy && at_exit 'ip link del wtesthost0 2>/dev/null'
+ip addr add 203.0.113.1/24 dev wtesthost0 && ip link set wtesthost0 up
 warren_start
 start_e2b
 
@@ -148,6 +152,8 @@ bad "network.allowOut with a newline" 400 '{"templateID":"'"$TEMPLATE"'","networ
 mgr GetTemplate s "$TEMPLATE" | grep -q '"egress" s "off"' || fail "$TEMPLATE's egress is not off"
 bad "network.allowOut on a template whose egress is off" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7"]}}'
 expect "the refusal names the template's policy" grep -q "template's egress policy (off)" "$T/body"
+bad "network.allowOut of a subnet of this host's (on is closed to it)" 400 '{"templateID":"e2bout","network":{"denyOut":["0.0.0.0/0"],"allowOut":["203.0.113.7"]}}'
+expect "the refusal says why" grep -q "overlaps a subnet of this host" "$T/body"
 mgr AddTemplate ssasqta{sv} -- e2blist /var/lib/warren/templates/web/rootfs 7 /bin/busybox httpd \
 	-f -p 8080 -h /www 8080 67108864 1 egress s 192.0.2.0/24 >/dev/null
 bad "network.allowOut beyond a list template's entries" 400 '{"templateID":"e2blist","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7","198.51.100.1"]}}'

@@ -75,6 +75,15 @@ test_cgroup_paths(void **state)
 	assert_false(cgroup_path_valid(longp));
 	longp[CGROUP_PATH_MAX - 1] = '\0'; /* one shorter than the bound: fits */
 	assert_true(cgroup_path_valid(longp));
+	/* a parent must leave room for "/<id>": valid as a path, refused as a parent */
+	assert_false(cgroup_parent_valid(longp));
+	longp[CGROUP_PATH_MAX - 1 - 1 - SANDBOX_ID_LEN] = '\0';
+	assert_true(cgroup_parent_valid(longp));
+	assert_int_equal(cgroup_sandbox_path(longp, "0123456789ab", buf, sizeof buf), 0);
+	longp[CGROUP_PATH_MAX - 1 - 1 - SANDBOX_ID_LEN] = 'a';
+	longp[CGROUP_PATH_MAX - 1 - SANDBOX_ID_LEN] = '\0';
+	assert_false(cgroup_parent_valid(longp));
+	assert_false(cgroup_parent_valid("/warren/.."));
 
 	assert_int_equal(cgroup_sandbox_path("/warren", "0123456789ab", buf, sizeof buf), 0);
 	assert_string_equal(buf, "/warren/0123456789ab");
