@@ -10,9 +10,12 @@
 
 #include "daemon.h"
 #include "ipc-server.h"
+#include "warren/v1/importd.pb-c.h"
 
 #define IMPORTD_MAX_BYTES_DEFAULT (4ull << 30) /* a source archive and an unpacked tree */
 #define IMPORT_REF_MAX 128
+/* a root-owned regular file an import leaves in its tree: RemoveTemplate removes only those */
+#define IMPORT_MARKER "imported"
 
 struct importd {
 	struct daemon_common dc;
@@ -70,3 +73,14 @@ enum { JOB_MSG_PROGRESS = 1, JOB_MSG_CONFIG = 2, JOB_MSG_RESULT = 3, JOB_MSG_ERR
 int job_msg_send(int fd, int kind, const void *data, size_t len);
 int job_progress(int fd, const char *name, const char *phase, uint64_t done, uint64_t total);
 int job_error(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* importd-dispatch.c: the request table importd serves */
+extern const struct ipc_handler importd_handlers[];
+extern const size_t importd_n_handlers;
+
+/* import-job.c: the forked job of one import (root); its exit status. Progress and the result
+ * go to out as framed messages. */
+int job_main(const struct importd *d, const Warren__V1__ImportTemplateRequest *q, int source_fd,
+	     int out);
+/* openat2 beneath dirfd: no symlink, no magic link, no mount crossing; an fd or -errno */
+int open_beneath(int dirfd, const char *path, int flags);
