@@ -88,9 +88,6 @@ int e2b_bus_memory_current(struct e2b_api *a, const char *id, uint64_t *bytes);
 int e2b_bus_list(struct e2b_api *a, struct e2b_bus_entry **out, size_t *n);
 /* the template's memory limit; -ENOENT if there is no such template */
 int e2b_bus_template_memory(struct e2b_api *a, const char *template, uint64_t *bytes);
-/* the template's egress policy (GetTemplate's "egress", canonical) into buf; -ENOENT if there is
- * no such template, -EBADMSG if the answer has none */
-int e2b_bus_template_egress(struct e2b_api *a, const char *template, char *buf, size_t size);
 /* BranchSandbox(id, tag, count): the children's ids in ids[*n] */
 int e2b_bus_branch(struct e2b_api *a, const char *id, const char *tag, unsigned count,
 		   char (*ids)[E2B_ID_LEN + 1], size_t *n, sd_bus_error *e);

@@ -46,8 +46,12 @@ e2b_bus_create(struct e2b_api *a, const char *template, const char *egress, char
 		r = sd_bus_message_append(m, "{sv}", "wait", "b", 1);
 	if (r >= 0 && a->backend)
 		r = sd_bus_message_append(m, "{sv}", "backend", "s", a->backend);
+	/* the operator's template policy is the most a client's network may open: the supervisor
+	 * checks it against the template the create uses */
 	if (r >= 0 && egress)
 		r = sd_bus_message_append(m, "{sv}", "egress", "s", egress);
+	if (r >= 0 && egress)
+		r = sd_bus_message_append(m, "{sv}", "egress_within_template", "b", 1);
 	if (r >= 0)
 		r = sd_bus_message_close_container(m);
 	if (r >= 0)
@@ -206,38 +210,6 @@ e2b_bus_template_memory(struct e2b_api *a, const char *template, uint64_t *bytes
 			*bytes = mem;
 			found = 0;
 		}
-	}
-	sd_bus_message_unref(reply);
-	return r < 0 ? r : found;
-}
-
-int
-e2b_bus_template_egress(struct e2b_api *a, const char *template, char *buf, size_t size)
-{
-	sd_bus_message *reply = NULL;
-	sd_bus_error e = SD_BUS_ERROR_NULL;
-	int r = sd_bus_call_method(a->bus, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "GetTemplate", &e,
-				   &reply, "s", template);
-	if (r < 0) {
-		r = sd_bus_error_has_name(&e, ERR_PREFIX "NoSuchTemplate") ? -ENOENT : r;
-		sd_bus_error_free(&e);
-		return r;
-	}
-	int found = -EBADMSG;
-	r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-	while (r >= 0 && sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
-		const char *key, *v;
-		r = sd_bus_message_read(reply, "s", &key);
-		if (r >= 0 && !strcmp(key, "egress")) {
-			r = sd_bus_message_read(reply, "v", "s", &v);
-			if (r >= 0 && strlen(v) < size) {
-				memcpy(buf, v, strlen(v) + 1);
-				found = 0;
-			}
-		} else if (r >= 0)
-			r = sd_bus_message_skip(reply, "v");
-		if (r >= 0)
-			r = sd_bus_message_exit_container(reply);
 	}
 	sd_bus_message_unref(reply);
 	return r < 0 ? r : found;

@@ -362,19 +362,3 @@ e2b_input_network_key(const char *key, enum e2b_json_kind kind, size_t n, char *
 			 "allowPublicTraffic, maskRequestHost, rules, egressProxy)");
 	return -EINVAL;
 }
-
-int
-e2b_input_egress_within(const char *asked, const char *template_policy, char *why, size_t whylen)
-{
-	struct egress_policy p, c;
-	if (egress_policy_parse(asked, &p, why, whylen) < 0 ||
-	    egress_policy_parse(template_policy, &c, why, whylen) < 0)
-		return -EINVAL;
-	if (egress_policy_within(&p, &c))
-		return 0;
-	snprintf(why, whylen,
-		 "network.allowOut asks for more than the template's egress policy (%.64s%s) "
-		 "allows",
-		 template_policy, strlen(template_policy) > 64 ? "..." : "");
-	return -EPERM;
-}

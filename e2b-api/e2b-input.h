@@ -70,13 +70,6 @@ enum e2b_json_kind {
 	E2B_JSON_OBJECT,
 };
 
-/* A create's policy (e2b_input_network_policy's, non-empty) against its template's, which the
- * host's operator chose: an API key holder may narrow it, never widen it (an allowOut on a
- * template whose egress is off would otherwise reach the listed addresses). 0, or -EPERM with
- * why filled; -EINVAL if either does not parse. */
-int e2b_input_egress_within(const char *asked, const char *template_policy, char *why,
-			    size_t whylen);
-
 /* One key of the create body's network object, with its value's kind and, for an array or an
  * object, its size: 0 when Warren honours it (allowOut and denyOut, whose entries
  * e2b_input_network_policy judges) or it asks for what Warren does anyway (allowPublicTraffic

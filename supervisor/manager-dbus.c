@@ -40,8 +40,9 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 	if (r < 0)
 		return r;
 	uint32_t pool_timeout = 0, start_timeout = 0;
-	int wait = 0;
+	int wait = 0, within = 0;
 	const char *backend = "gvisor";
+	char egress[EGRESS_POLICY_MAX] = "";
 	r = sd_bus_message_enter_container(m, 'a', "{sv}");
 	if (r < 0)
 		return r;
@@ -58,14 +59,15 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 			r = sd_bus_message_read(m, "v", "s", &backend);
 		else if (!strcmp(key, "egress")) {
 			/* checked here; the create reads it again (sandbox_egress_for_create) */
-			char egress[EGRESS_POLICY_MAX];
 			if ((r = sandbox_egress_option(m, key, egress, sizeof egress, err)) < 0)
 				return r;
-		} else
+		} else if (!strcmp(key, "egress_within_template"))
+			r = sd_bus_message_read(m, "v", "b", &within);
+		else
 			return sd_bus_error_setf(
 				err, ERR("InvalidArgument"),
 				"Unknown option '%s' (known: wait, pool_timeout_ms, "
-				"start_timeout_ms, backend, egress)",
+				"start_timeout_ms, backend, egress, egress_within_template)",
 				key);
 		if (r < 0)
 			return sd_bus_error_setf(err, ERR("InvalidArgument"),
@@ -78,6 +80,8 @@ method_create_sandbox(sd_bus_message *m, void *ud, sd_bus_error *err)
 		return sd_bus_error_setf(err, ERR("NoSuchTemplate"),
 					 "No template '%s'; ListTemplates shows the known ones",
 					 name);
+	if (within && egress[0] && (r = sandbox_egress_within_template(egress, t, err)) < 0)
+		return r;
 	if (!backend_served(s, backend))
 		return sd_bus_error_setf(err, ERR("NoSuchBackend"),
 					 "Backend '%s' is not available here (Backends property)",

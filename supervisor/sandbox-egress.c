@@ -32,6 +32,23 @@ sandbox_egress_option(sd_bus_message *m, const char *key, char *out, size_t size
 	return 0;
 }
 
+int
+sandbox_egress_within_template(const char *egress, const struct template *t, sd_bus_error *err)
+{
+	struct egress_policy p, c;
+	const char *ceiling = sandbox_egress_of_template(t);
+	if (egress_policy_parse(egress, &p, NULL, 0) < 0 ||
+	    egress_policy_parse(ceiling, &c, NULL, 0) < 0)
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "Option 'egress' is not valid");
+	if (!egress_policy_within(&p, &c))
+		return sd_bus_error_setf(err, ERR("InvalidArgument"),
+					 "Option 'egress' asks for more than the template's egress "
+					 "policy (%.64s%s) allows",
+					 ceiling, strlen(ceiling) > 64 ? "..." : "");
+	return 0;
+}
+
 const char *
 sandbox_egress_of_template(const struct template *t)
 {

@@ -18,6 +18,11 @@ struct template;
  * (InvalidArgument, with the parser's reason). */
 int sandbox_egress_option(sd_bus_message *m, const char *key, char *out, size_t size,
 			  sd_bus_error *err);
+/* The CreateSandbox option egress_within_template: egress (canonical) may not reach anything
+ * t's policy does not (egress_policy_within), checked with the template the create uses, not a
+ * copy the caller read before (the E2B control plane asks for it: an API key holder narrows
+ * the operator's choice, never widens it). 0, or an InvalidArgument error. */
+int sandbox_egress_within_template(const char *egress, const struct template *t, sd_bus_error *err);
 /* A template's default: its egress option, else allow_outbound's on or off. */
 const char *sandbox_egress_of_template(const struct template *t);
 /* The policy a new sandbox of t starts with: m's egress option when m is a CreateSandbox that

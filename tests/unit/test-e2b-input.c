@@ -378,23 +378,6 @@ test_network_policy(void **state)
 		0);
 }
 
-/* a create's policy against its template's: narrowed, never widened */
-static void
-test_egress_within(void **state)
-{
-	(void)state;
-	char why[200] = "";
-	assert_int_equal(e2b_input_egress_within("off", "off", why, sizeof why), 0);
-	assert_int_equal(e2b_input_egress_within("192.0.2.7", "on", why, sizeof why), 0);
-	assert_int_equal(e2b_input_egress_within("192.0.2.7", "192.0.2.0/24", why, sizeof why), 0);
-	assert_int_equal(e2b_input_egress_within("192.0.2.7", "off", why, sizeof why), -EPERM);
-	assert_non_null(strstr(why, "(off)"));
-	assert_int_equal(e2b_input_egress_within("198.51.100.1", "192.0.2.0/24", why, sizeof why),
-			 -EPERM);
-	assert_int_equal(e2b_input_egress_within("192.0.2.7", "nonsense", why, sizeof why),
-			 -EINVAL);
-}
-
 /* network's other keys: accepted only when they ask for what Warren does anyway */
 static void
 test_network_key(void **state)
@@ -451,7 +434,7 @@ main(void)
 		cmocka_unit_test(test_metadata_query), cmocka_unit_test(test_list_params),
 		cmocka_unit_test(test_api_keys),       cmocka_unit_test(test_api_keys_file),
 		cmocka_unit_test(test_store_load),     cmocka_unit_test(test_network_policy),
-		cmocka_unit_test(test_network_key),    cmocka_unit_test(test_egress_within),
+		cmocka_unit_test(test_network_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
