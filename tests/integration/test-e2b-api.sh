@@ -9,10 +9,16 @@
 # are only this daemon's own; records survive a kill -9 of the daemon; its lock-down holds.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/e2b-lib.sh"
-# a subnet of the host's own (TEST-NET-3 on a dummy link): closed to "on", so to allowOut too;
-# read when the daemons start
-ip link add wtesthost0 type dummy && at_exit 'ip link del wtesthost0 2>/dev/null'
-ip addr add 203.0.113.1/24 dev wtesthost0 && ip link set wtesthost0 up
+# a subnet of the host's own (192.88.99.0/24 on a test link): closed to "on", so to allowOut
+# too; read when the daemons start. The allow-lists below use TEST-NET-2 and -3, which must not
+# be the host's (this machine's LAN is TEST-NET-1, 192.0.2.0/24)
+if ip -4 -o addr | grep -qE ' (198\.51\.100|203\.0\.113|192\.88\.99)\.'; then
+	fail "a host interface is on 198.51.100/24, 203.0.113/24 or 192.88.99/24: pick other test ranges"
+fi
+# (a veth pair: this kernel has no dummy links)
+ip link add wtesthost0 type veth peer name wtesthost1 || fail "cannot add the test link"
+at_exit 'ip link del wtesthost0 2>/dev/null'
+ip addr add 192.88.99.1/24 dev wtesthost0 && ip link set wtesthost0 up || fail "cannot set it up"
 warren_start
 start_e2b
 
@@ -104,20 +110,20 @@ expect "allow_internet_access false: the sandbox's egress is off" \
 # network (E2B's allowOut/denyOut, allowed entries winning): all traffic denied but listed
 # addresses is Warren's allow-list; an allowOut alone changes nothing (E2B then allows all)
 expect "network denyOut all + allowOut: the sandbox's egress is that allow-list" \
-	test "$(egress_of_create ',"network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7","198.51.100.0/24"]}')" = "192.0.2.7,198.51.100.0/24"
+	test "$(egress_of_create ',"network":{"denyOut":["0.0.0.0/0"],"allowOut":["203.0.113.7","198.51.100.0/24"]}')" = "203.0.113.7,198.51.100.0/24"
 expect "allow_internet_access false + allowOut: the same" \
-	test "$(egress_of_create ',"allow_internet_access":false,"network":{"allowOut":["192.0.2.7"]}')" = 192.0.2.7
+	test "$(egress_of_create ',"allow_internet_access":false,"network":{"allowOut":["203.0.113.7"]}')" = 203.0.113.7
 # network's other keys pass only when they ask for what Warren does anyway (the positive
 # control for the refusals below)
 expect "allowOut alone, with what Warren does anyway (public traffic, no rules, no proxy, no host mask), keeps the template's (on)" \
-	test "$(egress_of_create ',"network":{"allowOut":["192.0.2.7"],"allowPublicTraffic":true,"rules":{},"egressProxy":null,"maskRequestHost":null}')" = on
+	test "$(egress_of_create ',"network":{"allowOut":["203.0.113.7"],"allowPublicTraffic":true,"rules":{},"egressProxy":null,"maskRequestHost":null}')" = on
 # the same through the SDK's own network option (it resolves allowOut/denyOut into the body)
 sdk_net=$(cd "$E2B_DIR" && timeout 120 node --input-type=module -e "
 import { Sandbox, ALL_TRAFFIC } from 'e2b'
-const s = await Sandbox.create('e2bout', { network: { denyOut: [ALL_TRAFFIC], allowOut: ['192.0.2.7', '198.51.100.0/24'] } })
+const s = await Sandbox.create('e2bout', { network: { denyOut: [ALL_TRAFFIC], allowOut: ['203.0.113.7', '198.51.100.0/24'] } })
 console.log(s.sandboxId)" 2>&1) || fail "the SDK's create with network failed: $sdk_net"
 expect "the SDK's network option: allowOut is the sandbox's allow-list" \
-	test "$(sbprop "$sdk_net" Egress)" = "192.0.2.7,198.51.100.0/24"
+	test "$(sbprop "$sdk_net" Egress)" = "203.0.113.7,198.51.100.0/24"
 code=$(status -X DELETE "${hdr[@]}" "$API/sandboxes/$sdk_net")
 [ "$code" = 204 ] || fail "kill $sdk_net: $code"
 wait_for 20 bash -c "! busctl --system get-property org.warren.Warren1 \
@@ -150,22 +156,22 @@ bad "network.allowOut with a newline" 400 '{"templateID":"'"$TEMPLATE"'","networ
 # allowOut of public addresses on it would open what the operator closed; a list template's
 # entries bound a client's list (e2bout's on took the same allowOut above: the positive control)
 mgr GetTemplate s "$TEMPLATE" | grep -q '"egress" s "off"' || fail "$TEMPLATE's egress is not off"
-bad "network.allowOut on a template whose egress is off" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7"]}}'
+bad "network.allowOut on a template whose egress is off" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["203.0.113.7"]}}'
 expect "the refusal names the template's policy" grep -q "template's egress policy (off)" "$T/body"
-bad "network.allowOut of a subnet of this host's (on is closed to it)" 400 '{"templateID":"e2bout","network":{"denyOut":["0.0.0.0/0"],"allowOut":["203.0.113.7"]}}'
+bad "network.allowOut of a subnet of this host's (on is closed to it)" 400 '{"templateID":"e2bout","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.88.99.7"]}}'
 expect "the refusal says why" grep -q "overlaps a subnet of this host" "$T/body"
 mgr AddTemplate ssasqta{sv} -- e2blist /var/lib/warren/templates/web/rootfs 7 /bin/busybox httpd \
-	-f -p 8080 -h /www 8080 67108864 1 egress s 192.0.2.0/24 >/dev/null
-bad "network.allowOut beyond a list template's entries" 400 '{"templateID":"e2blist","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7","198.51.100.1"]}}'
+	-f -p 8080 -h /www 8080 67108864 1 egress s 203.0.113.0/24 >/dev/null
+bad "network.allowOut beyond a list template's entries" 400 '{"templateID":"e2blist","network":{"denyOut":["0.0.0.0/0"],"allowOut":["203.0.113.7","198.51.100.1"]}}'
 mgr RemoveTemplate s e2blist >/dev/null
 bad "network not an object" 400 '{"templateID":"'"$TEMPLATE"'","network":["0.0.0.0/0"]}'
 # what Warren does not do is refused, not dropped (a security setting silently ignored)
 bad "network.allowPublicTraffic false (the gateway asks no traffic token)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"allowPublicTraffic":false}}'
 expect "the refusal names the setting and why" grep -q "allowPublicTraffic only true is supported" "$T/body"
 bad "network.maskRequestHost (the gateway forwards Host as sent)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"maskRequestHost":"${PORT}-x.example.com"}}'
-bad "network.rules (no egress HTTP proxy)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["192.0.2.7"],"rules":{"192.0.2.7":[{"transform":{"headers":{"a":"b"}}}]}}}'
-bad "network.egressProxy (no tunnel)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"egressProxy":{"address":"192.0.2.7:1080"}}}'
-bad "network with an unknown key" 400 '{"templateID":"'"$TEMPLATE"'","network":{"allowout":["192.0.2.7"]}}'
+bad "network.rules (no egress HTTP proxy)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"denyOut":["0.0.0.0/0"],"allowOut":["203.0.113.7"],"rules":{"203.0.113.7":[{"transform":{"headers":{"a":"b"}}}]}}}'
+bad "network.egressProxy (no tunnel)" 400 '{"templateID":"'"$TEMPLATE"'","network":{"egressProxy":{"address":"203.0.113.7:1080"}}}'
+bad "network with an unknown key" 400 '{"templateID":"'"$TEMPLATE"'","network":{"allowout":["203.0.113.7"]}}'
 bad "unknown template" 404 '{"templateID":"nosuchtemplate"}'
 bad "duplicate keys" 400 '{"templateID":"'"$TEMPLATE"'","templateID":"app"}'
 head -c $((1024 * 1024 + 16)) /dev/zero | tr '\0' ' ' >"$T/big"
