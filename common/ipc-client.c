@@ -5,6 +5,7 @@
 #include "log.h"
 #include "macro.h"
 
+#include <inttypes.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -12,6 +13,11 @@ struct pending {
 	uint64_t id;
 	ipc_reply_fn cb;
 	void *ud;
+	/* A reply that comes after the timeout goes here instead of being dropped: a helper that
+	 * granted something late (a slot) must be given it back. Set: the call timed out and this
+	 * record waits IPC_LATE_KEEP_S more for that reply. */
+	ipc_late_fn late;
+	bool timed_out;
 	struct event *timer;
 	struct ipc_client *client;
 	struct pending *next;
@@ -50,7 +56,8 @@ fail_all(struct ipc_client *c, int r)
 	while (c->pending) {
 		struct pending *p = c->pending;
 		pending_unlink(c, p);
-		p->cb(NULL, r, NULL, 0, p->ud);
+		if (!p->timed_out) /* a late one's caller was answered at its timeout */
+			p->cb(NULL, r, NULL, 0, p->ud);
 		free(p);
 	}
 }
@@ -115,7 +122,10 @@ client_readable(evutil_socket_t fd, short what, void *arg)
 			continue;
 		}
 		pending_unlink(c, p);
-		p->cb(resp, resp->error, fds, n_fds, p->ud);
+		if (p->timed_out)
+			p->late(resp, fds, n_fds);
+		else
+			p->cb(resp, resp->error, fds, n_fds, p->ud);
 		free(p);
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 		if (c->fd < 0)
@@ -128,8 +138,21 @@ pending_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct pending *p = arg;
 	struct ipc_client *c = p->client;
+	if (p->late && !p->timed_out) {
+		/* the caller hears of the timeout now; the record stays for a late reply */
+		p->timed_out = true;
+		p->cb(NULL, -ETIMEDOUT, NULL, 0, p->ud);
+		p->ud = NULL;
+		struct timeval tv = {IPC_LATE_KEEP_S, 0};
+		evtimer_add(p->timer, &tv);
+		return;
+	}
 	pending_unlink(c, p);
-	p->cb(NULL, -ETIMEDOUT, NULL, 0, p->ud);
+	if (p->timed_out)
+		log_warning("%s: no reply to call %" PRIu64 " %d s after its timeout, forgotten",
+			    c->name, p->id, IPC_LATE_KEEP_S);
+	else
+		p->cb(NULL, -ETIMEDOUT, NULL, 0, p->ud);
 	free(p);
 }
 
@@ -227,6 +250,13 @@ int
 ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_fds,
 		unsigned timeout_ms, ipc_reply_fn cb, void *ud)
 {
+	return ipc_client_call_late(c, req, fds, n_fds, timeout_ms, cb, ud, NULL);
+}
+
+int
+ipc_client_call_late(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_fds,
+		     unsigned timeout_ms, ipc_reply_fn cb, void *ud, ipc_late_fn late)
+{
 	if (c->fd < 0)
 		return -ENOTCONN;
 	if (c->stalled)
@@ -259,6 +289,7 @@ ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_
 	p->id = req->id;
 	p->cb = cb;
 	p->ud = ud;
+	p->late = late;
 	p->client = c;
 	if (timeout_ms) {
 		struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};

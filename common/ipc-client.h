@@ -10,6 +10,8 @@ struct ipc_client;
 /* resp is NULL when r < 0 (timeout, disconnect); otherwise r = resp->error. fds are owned by
  * the callback (close what you do not keep). */
 typedef void (*ipc_reply_fn)(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud);
+/* A reply that arrived after its call's timeout (see ipc_client_call_late); owns the fds. */
+typedef void (*ipc_late_fn)(const IpcResponse *resp, int *fds, size_t n_fds);
 typedef void (*ipc_event_fn)(const IpcResponse *event, void *ud);
 typedef void (*ipc_disconnect_fn)(struct ipc_client *c, void *ud);
 
@@ -24,3 +26,9 @@ bool ipc_client_connected(struct ipc_client *c);
 /* Send req (id, version, n_fds filled in here); cb runs exactly once. */
 int ipc_client_call(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_fds,
 		    unsigned timeout_ms, ipc_reply_fn cb, void *ud);
+/* The same, for a request a helper may grant after the caller gave up waiting (a slot claim):
+ * cb hears -ETIMEDOUT at the timeout as before, and a reply that still comes within
+ * IPC_LATE_KEEP_S goes to late (which gives back what was granted) instead of being dropped. */
+#define IPC_LATE_KEEP_S 600
+int ipc_client_call_late(struct ipc_client *c, IpcRequest *req, const int *fds, size_t n_fds,
+			 unsigned timeout_ms, ipc_reply_fn cb, void *ud, ipc_late_fn late);

@@ -125,10 +125,17 @@ int
 helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
 	    ipc_reply_fn cb, void *ud)
 {
+	return helper_call_late(which, req, fds, n_fds, timeout_ms, cb, ud, NULL);
+}
+
+int
+helper_call_late(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
+		 ipc_reply_fn cb, void *ud, ipc_late_fn late)
+{
 	struct ipc_client *c = helper(which);
 	if (!c)
 		return -ENOTCONN;
-	return ipc_client_call(c, req, fds, n_fds, timeout_ms, cb, ud);
+	return ipc_client_call_late(c, req, fds, n_fds, timeout_ms, cb, ud, late);
 }
 
 /* A helper's reply's message when it gave one, else fallback (often strerror of the error):

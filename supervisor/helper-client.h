@@ -32,5 +32,8 @@ int helpers_init(struct event_base *base, struct helper *helpers, const struct h
 struct ipc_client *helper(int which); /* NULL when not connected */
 int helper_call(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
 		ipc_reply_fn cb, void *ud);
+/* The same with a handler for a reply after the timeout (ipc_client_call_late). */
+int helper_call_late(int which, IpcRequest *req, const int *fds, size_t n_fds, unsigned timeout_ms,
+		     ipc_reply_fn cb, void *ud, ipc_late_fn late);
 /* A helper's reply's message when it gave one, else fallback. */
 const char *helper_message(const IpcResponse *resp, const char *fallback);

@@ -85,12 +85,12 @@ netnsd_client_restore_sandbox(Warren__V1__RestoreSandboxRequest *q, const int *f
 
 int
 netnsd_client_claim_slot(Warren__V1__ClaimSlotRequest *q, unsigned timeout_ms, ipc_reply_fn cb,
-			 void *ud)
+			 void *ud, ipc_late_fn late)
 {
 	IpcRequest req = WARREN__V1__REQUEST__INIT;
 	req.body_case = WARREN__V1__REQUEST__BODY_CLAIM_SLOT;
 	req.claim_slot = q;
-	return helper_call(HELPER_NETNSD, &req, NULL, 0, timeout_ms, cb, ud);
+	return helper_call_late(HELPER_NETNSD, &req, NULL, 0, timeout_ms, cb, ud, late);
 }
 
 int

@@ -19,8 +19,9 @@ int netnsd_client_spawn_sandbox(Warren__V1__SpawnSandboxRequest *q, const int *f
 				unsigned timeout_ms, ipc_reply_fn cb, void *ud);
 int netnsd_client_restore_sandbox(Warren__V1__RestoreSandboxRequest *q, const int *fds,
 				  size_t n_fds, unsigned timeout_ms, ipc_reply_fn cb, void *ud);
+/* late: a slot granted after timeout_ms (netnsd stalled) is handed there to be given back */
 int netnsd_client_claim_slot(Warren__V1__ClaimSlotRequest *q, unsigned timeout_ms, ipc_reply_fn cb,
-			     void *ud);
+			     void *ud, ipc_late_fn late);
 int netnsd_client_freeze_sandbox(Warren__V1__FreezeSandboxRequest *q, unsigned timeout_ms,
 				 ipc_reply_fn cb, void *ud);
 int netnsd_client_slot_namespace(Warren__V1__SlotNamespaceRequest *q, unsigned timeout_ms,

@@ -543,7 +543,8 @@ route_set_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 }
 
 /* A slot claimed for a create that is gone (RemoveTemplate, or a warm create given up, while
- * the claim waited): netnsd holds it for nobody until it is given back. */
+ * the claim waited; or the claim's call timed out before netnsd granted it): netnsd holds it for
+ * nobody until it is given back. */
 static void
 release_orphan_claim(const IpcResponse *resp, int r)
 {
@@ -557,6 +558,14 @@ release_orphan_claim(const IpcResponse *resp, int r)
 	rl->slot = (int)resp->claim_slot->slot;
 	log_info("Slot %d was claimed for a create that is gone: given back", rl->slot);
 	release_slot(rl);
+}
+
+/* netnsd granted the claim after claim_done heard the timeout (and failed the create) */
+static void
+claim_late(const IpcResponse *resp, int *fds, size_t n_fds)
+{
+	ipc_close_fds(fds, n_fds);
+	release_orphan_claim(resp, resp->error);
 }
 
 static void
@@ -645,7 +654,8 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	q.egress = sb->egress;
 	q.allow_outbound = !strcmp(sb->egress, "on");
 	char *cid = strdup(id); /* claim_done's: it finds the sandbox again by id */
-	int r = cid ? netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done, cid) : -ENOMEM;
+	int r = cid ? netnsd_client_claim_slot(&q, q.timeout_ms + 5000, claim_done, cid, claim_late)
+		    : -ENOMEM;
 	if (r < 0) {
 		free(cid); /* not taken: claim_done is not called */
 		sb->create_msg = sd_bus_message_unref(sb->create_msg);

@@ -65,3 +65,20 @@ wait_for 15 sh -c "busctl --system get-property org.warren.Warren1 /org/warren/W
 expect "the slot b gave back is free: the orphaned claim gave it back ($(pool_free))" \
 	test "$(pool_free)" = "u 1"
 expect "and a new create gets it" sh -c "curl -fsS --max-time 20 $(sb_url "$(create web wait)") | grep -q Hello"
+
+# A claim netnsd grants after the supervisor stopped waiting for it (netnsd stalled longer than
+# the create's pool_timeout_ms + 5 s): the create fails, and the slot granted late is given back
+# rather than held claimed for nobody.
+warrenctl destroy "$(awk '{print $2}' "$T/queued" | tr -d '"')"
+wait_for 15 sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager PoolFree | grep -qx 'u 1'" || true
+before=$(pool_free)
+kill -STOP "$PID_netnsd"
+rc=0
+out=$(err mgr CreateSandbox sa{sv} web 1 pool_timeout_ms u 100) || rc=$?
+kill -CONT "$PID_netnsd"
+expect "the create netnsd did not answer in time fails ($out)" grep -q "timed out" <<<"$out"
+sleep 3
+wait_for 15 sh -c "busctl --system get-property org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager PoolFree | grep -qx '$before'" || true
+expect "the slot netnsd granted late was given back ($before before, $(pool_free) after)" \
+	test "$(pool_free)" = "$before"
+expect "and the failed create is not listed" test "$(warrenctl list | grep -c web)" = 1

@@ -410,6 +410,77 @@ test_client_drops_helper_that_does_not_read(void **state)
 	close(sp[1]);
 }
 
+static int timeouts, lates;
+static void
+reply_timed(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
+{
+	ipc_close_fds(fds, n_fds);
+	if (r == -ETIMEDOUT)
+		timeouts++;
+}
+static void
+reply_late(const IpcResponse *resp, int *fds, size_t n_fds)
+{
+	assert_int_equal(resp->body_case, WARREN__V1__RESPONSE__BODY_STATUS);
+	assert_int_equal(n_fds, 1);
+	ipc_close_fds(fds, n_fds);
+	lates++;
+}
+
+/* A reply after the call's timeout reaches the late handler (with its fd), and only once the
+ * caller heard the timeout; a call without one drops it as before. */
+static void
+test_client_late_reply(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct ipc_client *c = ipc_client_new(base, "test", NULL, NULL, NULL);
+	int sp[2];
+	pair(sp);
+	fcntl(sp[0], F_SETFL, O_NONBLOCK);
+	fcntl(sp[1], F_SETFL, O_NONBLOCK);
+	assert_int_equal(ipc_client_attach_fd(c, sp[0]), 0);
+	timeouts = lates = 0;
+	for (int k = 0; k < 2; k++) {
+		IpcRequest req;
+		Warren__V1__StatusRequest st;
+		status_request(&req, &st);
+		assert_int_equal(ipc_client_call_late(c, &req, NULL, 0, 10, reply_timed, NULL,
+						      k == 0 ? reply_late : NULL),
+				 0);
+	}
+	for (int i = 0; i < 100 && timeouts < 2; i++) {
+		usleep(2000);
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	assert_int_equal(timeouts, 2);
+	assert_int_equal(lates, 0);
+	for (uint64_t id = 1; id <= 2; id++) {
+		IpcRequest *got = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n = 0;
+		assert_int_equal(ipc_recv_request(sp[1], &got, fds, &n), 0);
+		protobuf_c_message_free_unpacked(&got->base, NULL);
+		Warren__V1__StatusResponse st;
+		ipc_status_init(&st, "test", true);
+		IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+		resp.id = id;
+		resp.version = IPC_VERSION;
+		resp.body_case = WARREN__V1__RESPONSE__BODY_STATUS;
+		resp.status = &st;
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		resp.n_fds = 1;
+		assert_int_equal(ipc_send(sp[1], &resp.base, &fd, 1), 0);
+		close(fd);
+	}
+	for (int i = 0; i < 10; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	assert_int_equal(lates, 1);
+	assert_int_equal(timeouts, 2);
+	ipc_client_free(c);
+	event_base_free(base);
+	close(sp[1]);
+}
+
 int
 main(void)
 {
@@ -424,6 +495,7 @@ main(void)
 		cmocka_unit_test(test_server_drops_peer_that_does_not_read),
 		cmocka_unit_test(test_client_queues_when_full),
 		cmocka_unit_test(test_client_drops_helper_that_does_not_read),
+		cmocka_unit_test(test_client_late_reply),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
