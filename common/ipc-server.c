@@ -392,6 +392,15 @@ ipc_status_init(Warren__V1__StatusResponse *st, const char *daemon, bool ready)
 }
 
 int
+ipc_call_reply_status(struct ipc_call *call, Warren__V1__StatusResponse *st)
+{
+	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
+	resp.body_case = WARREN__V1__RESPONSE__BODY_STATUS;
+	resp.status = st;
+	return ipc_call_reply(call, &resp, NULL, 0);
+}
+
+int
 ipc_call_violation(struct ipc_call *call, int error, const char *what)
 {
 	struct ipc_peer *p = peer_find(call->server, call->peer_serial);

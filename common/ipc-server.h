@@ -62,6 +62,8 @@ void ipc_call_free(struct ipc_call *call);
 void ipc_server_broadcast(struct ipc_server *s, IpcResponse *event);
 /* Fill the common status fields. */
 void ipc_status_init(Warren__V1__StatusResponse *st, const char *daemon, bool ready);
+/* Answer a Status request with st (filled by ipc_status_init and the daemon's own counts). */
+int ipc_call_reply_status(struct ipc_call *call, Warren__V1__StatusResponse *st);
 /* A handler found a request that breaks the protocol (a field no honest peer sends): treated
  * like a malformed datagram (logged; a privileged helper closes the peer, others answer error).
  * The handler returns 0 after it; the call must not be used again. */

@@ -234,10 +234,7 @@ handle_status(struct ipc_call *call, void *ud)
 {
 	Warren__V1__StatusResponse st;
 	ipc_status_init(&st, "importd", true);
-	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
-	resp.body_case = WARREN__V1__RESPONSE__BODY_STATUS;
-	resp.status = &st;
-	return ipc_call_reply(call, &resp, NULL, 0);
+	return ipc_call_reply_status(call, &st);
 }
 
 const struct ipc_handler importd_handlers[] = {

@@ -68,10 +68,7 @@ handle_status(struct ipc_call *call, void *ud)
 		backends[st.n_backends++] = (char *)backend_to_string(BACKEND_MICROVM);
 	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next)
 		st.sandboxes++;
-	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
-	resp.body_case = WARREN__V1__RESPONSE__BODY_STATUS;
-	resp.status = &st;
-	return ipc_call_reply(call, &resp, NULL, 0);
+	return ipc_call_reply_status(call, &st);
 }
 
 void

@@ -92,10 +92,7 @@ handle_status(struct ipc_call *call, void *ud)
 	REQUEST_CHECK(call);
 	Warren__V1__StatusResponse st;
 	ipc_status_init(&st, "snapshotd", true);
-	IpcResponse resp = WARREN__V1__RESPONSE__INIT;
-	resp.body_case = WARREN__V1__RESPONSE__BODY_STATUS;
-	resp.status = &st;
-	return ipc_call_reply(call, &resp, NULL, 0);
+	return ipc_call_reply_status(call, &st);
 }
 
 static int
