@@ -33,6 +33,8 @@ struct e2b_sandbox {
 	struct e2b_sandbox *next;
 };
 
+#define E2B_HOST_NETS_MAX 256
+
 struct e2b_api {
 	struct event_base *base;
 	struct evhttp *http;
@@ -56,7 +58,7 @@ struct e2b_api {
 	char pending_tags[16][32];
 	size_t n_pending_tags;
 	/* the host's own subnets when the daemon started: closed to "on", so to allowOut too */
-	struct egress_entry host_nets[32];
+	struct egress_entry host_nets[E2B_HOST_NETS_MAX];
 	size_t n_host_nets;
 };
 

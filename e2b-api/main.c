@@ -41,7 +41,10 @@ usage(void)
 	       "  --cpu-count N          CPUs reported per sandbox (default 1, netnsd's quota)\n"
 	       "  --max-timeout S        longest sandbox lifetime in seconds (default 86400)\n"
 	       "  --max-sandboxes N      E2B sandboxes kept at once (default "
-	       "1024)\n" DAEMON_COMMON_HELP);
+	       "1024)\n"
+	       "  --ifname-prefix P      netnsd's --ifname-prefix: its veths' subnets are the\n"
+	       "                         pool's, not the host's (default "
+	       "wrn)\n" DAEMON_COMMON_HELP);
 }
 
 static int
@@ -104,7 +107,7 @@ main(int argc, char **argv)
 			    .max_timeout_s = 86400,
 			    .max_sandboxes = 1024};
 	const char *listen_addr = "127.0.0.1:8302", *gateway = "127.0.0.1:8300";
-	const char *state_dir = "/var/lib/warren/e2b", *user = NULL;
+	const char *state_dir = "/var/lib/warren/e2b", *user = NULL, *ifname_prefix = "wrn";
 	bool user_given = false;
 	enum {
 		O_GATEWAY = 2000,
@@ -117,7 +120,8 @@ main(int argc, char **argv)
 		O_CPU,
 		O_MAXT,
 		O_MAXS,
-		O_DUSER
+		O_DUSER,
+		O_IFPREFIX
 	};
 	static const struct option opts[] = {DAEMON_COMMON_OPTIONS,
 					     {"listen", required_argument, NULL, 'l'},
@@ -132,6 +136,7 @@ main(int argc, char **argv)
 					     {"cpu-count", required_argument, NULL, O_CPU},
 					     {"max-timeout", required_argument, NULL, O_MAXT},
 					     {"max-sandboxes", required_argument, NULL, O_MAXS},
+					     {"ifname-prefix", required_argument, NULL, O_IFPREFIX},
 					     {"help", no_argument, NULL, 'h'},
 					     {}};
 	daemon_common_init(&dc, "e2b-api");
@@ -189,6 +194,11 @@ main(int argc, char **argv)
 				return log_error("Bad --max-sandboxes"), 2;
 			a.max_sandboxes = v;
 			break;
+		case O_IFPREFIX:
+			if (strlen(optarg) > 8)
+				return log_error("Bad --ifname-prefix"), 2;
+			ifname_prefix = optarg;
+			break;
 		case 'h':
 			usage();
 			return 0;
@@ -219,8 +229,17 @@ main(int argc, char **argv)
 		return log_error_errno(-errno, "Cannot open the state directory %s: %m", state_dir),
 		       1;
 	/* netnsd reads them when it starts too (its deny set); a netlink socket is not allowed
-	 * after the lock-down */
-	a.n_host_nets = host_subnets4("", a.host_nets, sizeof a.host_nets / sizeof a.host_nets[0]);
+	 * after the lock-down. All or none: a check that saw only some would let the rest be
+	 * named in an allowOut. */
+	int nn = host_subnets4(ifname_prefix, a.host_nets, E2B_HOST_NETS_MAX);
+	if (nn == -E2BIG)
+		return log_error("The host has more than %d IPv4 subnets: an allowOut could name "
+				 "the ones past them",
+				 E2B_HOST_NETS_MAX),
+		       1;
+	if (nn < 0)
+		return log_error_errno(nn, "Cannot read the host's subnets: %m"), 1;
+	a.n_host_nets = (size_t)nn;
 	/* libcrypto reads its configuration on first use: before the filter */
 	uint8_t d[32];
 	api_key_digest("warm-up", 7, d);

@@ -22,12 +22,12 @@
 #include "isolation.h"
 #include "egress-policy.h"
 #include "fileio.h"
+#include "host-subnets.h"
 #include "log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -108,54 +108,12 @@ nft_run(const char *script)
 	return st == 0 ? 0 : -EIO;
 }
 
-static int
-prefix_len(const struct sockaddr *mask)
-{
-	const unsigned char *b;
-	size_t n;
-	if (mask->sa_family == AF_INET) {
-		b = (const unsigned char *)&((const struct sockaddr_in *)mask)->sin_addr;
-		n = 4;
-	} else {
-		b = (const unsigned char *)&((const struct sockaddr_in6 *)mask)->sin6_addr;
-		n = 16;
-	}
-	int len = 0;
-	for (size_t i = 0; i < n; i++)
-		len += __builtin_popcount(b[i]);
-	return len;
-}
-
-/* The subnets of the host's own addresses (its LAN, other bridges), but not the pool's. */
 static void
-host_subnets(FILE *f, int family, const char *ifname_prefix)
+print_subnet(const struct host_subnet *s, void *ud)
 {
-	struct ifaddrs *ifa = NULL;
-	if (getifaddrs(&ifa) < 0)
-		return;
-	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != family ||
-		    !strncmp(i->ifa_name, ifname_prefix, strlen(ifname_prefix)))
-			continue;
-		unsigned char a[16];
-		const unsigned char *m;
-		size_t n = family == AF_INET ? 4 : 16;
-		if (family == AF_INET) {
-			memcpy(a, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-			m = (const unsigned char *)&((struct sockaddr_in *)i->ifa_netmask)
-				    ->sin_addr;
-		} else {
-			memcpy(a, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-			m = (const unsigned char *)&((struct sockaddr_in6 *)i->ifa_netmask)
-				    ->sin6_addr;
-		}
-		for (size_t k = 0; k < n; k++)
-			a[k] &= m[k];
-		char s[INET6_ADDRSTRLEN];
-		inet_ntop(family, a, s, sizeof s);
-		fprintf(f, ", %s/%d", s, prefix_len(i->ifa_netmask));
-	}
-	freeifaddrs(ifa);
+	char a[INET6_ADDRSTRLEN];
+	inet_ntop(s->family, s->addr, a, sizeof a);
+	fprintf(ud, ", %s/%u", a, s->prefix);
 }
 
 static void
@@ -179,8 +137,10 @@ set_elements(FILE *f, const char *name, const char *type, const char *const *fix
 		fprintf(f, "%s%s", any ? ", " : "  elements = { ", c->egress_allow[i]);
 		any = true;
 	}
-	if (host && any)
-		host_subnets(f, family, c->ifname_prefix);
+	/* the host's own subnets, but not the pool's */
+	int r = host && any ? host_subnets_each(family, c->ifname_prefix, print_subnet, f) : 0;
+	if (r < 0)
+		log_warning_errno(r, "Cannot read the host's addresses: %m");
 	fprintf(f, "%s }\n", any ? " }\n" : "");
 }
 

@@ -25,6 +25,6 @@ start_e2b() {
 	install -d -m 0700 -o warren-e2b -g warren-e2b "$T/e2b"
 	daemon e2b ${E2B_WRAP:-} setpriv --reuid=warren-e2b --regid=warren-e2b --clear-groups --no-new-privs \
 		"$LIBEXEC/warren-e2b-api" --listen "127.0.0.1:$E2B_PORT" --gateway "127.0.0.1:$GW_PORT" \
-		--api-keys "$KEYS" --state-dir "$T/e2b" "$@"
+		--api-keys "$KEYS" --state-dir "$T/e2b" --ifname-prefix "$IFPREFIX" "$@"
 	wait_for 10 curl -fsS "$API/health" || fail "warren-e2b-api did not start: $(cat "$T/e2b.log")"
 }
