@@ -4,6 +4,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "names.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -149,7 +150,10 @@ cgroup_clear_children_except(const char *parent, bool (*keep)(const char *name))
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (de->d_type != DT_DIR || de->d_name[0] == '.' || (keep && keep(de->d_name)))
+		/* only names Warren gives (sandbox ids): a parent it shares with others (an
+		 * operator's --cgroup-parent /system.slice) keeps their cgroups and processes */
+		if (de->d_type != DT_DIR || !sandbox_id_valid(de->d_name) ||
+		    (keep && keep(de->d_name)))
 			continue;
 		snprintf(rel, sizeof rel, "%s/%s", parent, de->d_name);
 		log_info("Removing leftover cgroup %s", rel);

@@ -145,11 +145,26 @@ chmod 0600 "$T/netnsd/sandboxes/$fake"
 cp "$T/netnsd/sandboxes/$b" "$T/netnsd/sandboxes/bbbbbbbbbbbb"
 sed -i "s/^id=.*/id=bbbbbbbbbbbb/" "$T/netnsd/sandboxes/bbbbbbbbbbbb"
 ln -s "$T/netnsd/sandboxes/$b" "$T/netnsd/sandboxes/cccccccccccc"
+# a cgroup beside the sandboxes' that Warren did not make (a --cgroup-parent shared with other
+# services, e.g. /system.slice): the new spawner clears leftover sandbox cgroups, not this one
+sleep 600 &
+neighbour=$!
+PIDS+=("$neighbour")
+for d in /sys/fs/cgroup/pids"$CGROUP_PARENT" /sys/fs/cgroup"$CGROUP_PARENT"; do
+	[ -e "$d/cgroup.procs" ] || continue
+	mkdir -p "$d/neighbour.service"
+	echo "$neighbour" >"$d/neighbour.service/cgroup.procs"
+done
 start_netnsd
 expect "hostile: netnsd came back" wait_for 30 helpers_up
 expect "hostile: a process outside the sandbox cgroups is not adopted" \
 	grep -q "Not adopting sandbox record .*/$fake: pid $victim is not in cgroup" "$T/netnsd.log"
 expect "hostile: and not killed" kill -0 "$victim"
+expect "hostile: a cgroup not named like a sandbox keeps its process" kill -0 "$neighbour"
+expect "hostile: and is not removed" sh -c "ls -d /sys/fs/cgroup/pids$CGROUP_PARENT/neighbour.service /sys/fs/cgroup$CGROUP_PARENT/neighbour.service 2>/dev/null | grep -q ."
+kill "$neighbour"
+wait "$neighbour" 2>/dev/null || true
+rmdir /sys/fs/cgroup/pids"$CGROUP_PARENT"/neighbour.service /sys/fs/cgroup"$CGROUP_PARENT"/neighbour.service 2>/dev/null || true
 expect "hostile: another id for b's process is not adopted" \
 	grep -q "Not adopting sandbox record .*/bbbbbbbbbbbb: " "$T/netnsd.log"
 expect "hostile: a symlinked record is not adopted" \
