@@ -495,6 +495,9 @@ serve(int port, int listener, int envd_fd)
 	sigaddset(&set, SIGIO);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* a program that ended before the mask above (a bad user, a missing file) sent a SIGCHLD
+	 * that nobody waited for: without this its zombie waits for the next child's signal */
+	reap();
 	if (!vsock) {
 		fcntl(port, F_SETOWN, getpid());
 		fcntl(port, F_SETFL, fcntl(port, F_GETFL) | O_ASYNC | O_NONBLOCK);
@@ -631,6 +634,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "warren-agent runs as PID 1 of a Warren microVM\n");
 		return 1;
 	}
+	/* The kernel makes the initramfs's root 0700 and the archive's "." does not change a
+	 * directory that exists: a template's user could then reach no file at all, and its
+	 * program could not even be executed. A template's tree is root's and 0755. */
+	if (chmod("/", 0755) < 0)
+		say("cannot open / to the template's user: %s\n", strerror(errno));
 	mount_basics();
 	/* The kernel gives init no fds 0-2 when the initramfs has no /dev/console: hold them
 	 * with /dev/null, or the first fds opened below would become a child's stdio. */

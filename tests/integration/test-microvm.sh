@@ -7,7 +7,8 @@
 # place; ForkTag restores children that share the one RAM file (mapped private), each told its
 # own identity and the time by the agent (within 2 s, where an unset clock would lag by 10 s);
 # a restored child branched with write tracking (some pages, far fewer than the VM has);
-# freeze/thaw; the program's end fails the sandbox;
+# freeze/thaw; the program's end fails the sandbox, also an end before the agent serves; a
+# template's user runs the program (warren.user=);
 # nothing (VMM, RAM file, cgroup) is left after Destroy.
 # a fresh store measures its disk; under load it may fall below the 500 MB/s threshold and
 # compress the image (ram.zst): pinned off so the checks below see the plain files
@@ -155,6 +156,29 @@ $ac"
 ids="$ids $a $ac"
 
 for s in $id $ids; do warrenctl destroy "$s"; done
+# On the pool the VMs above gave back: a program that cannot start (no such file) ends before
+# the agent serves; the VM powers off and the create fails with that reason at once, not at its
+# start timeout (the agent missed that end until the next child's SIGCHLD)
+mgr AddTemplate ssasqta{sv} -- nosuch /var/lib/warren/templates/web/rootfs 1 /bin/nosuch 8080 \
+	67108864 0 >/dev/null
+out=$(busctl --system --timeout=90 call org.warren.Warren1 /org/warren/Warren1 \
+	org.warren.Warren1.Manager CreateSandbox sa{sv} nosuch 3 wait b true backend s microvm \
+	start_timeout_ms u 60000 2>&1 || true)
+expect "a program that cannot start fails its VM's create with the VM's end ($out)" \
+	grep -q "powered off" <<<"$out"
+# A template's user (AddTemplate's `user`) reaches the guest's command line as warren.user=,
+# and the agent starts the program with those ids
+mgr AddTemplate ssasqta{sv} -- webuser /var/lib/warren/templates/web/rootfs 7 /bin/busybox httpd \
+	-f -p 8080 -h /www 8080 67108864 1 user s 1000:1001 >/dev/null
+out=$(busctl --system --timeout=90 call org.warren.Warren1 /org/warren/Warren1 org.warren.Warren1.Manager \
+	CreateSandbox sa{sv} webuser 3 wait b true backend s microvm start_timeout_ms u 80000)
+u=$(echo "$out" | awk '{print $2}' | tr -d '"')
+expect "a VM of a template with a user answers" sh -c "curl -fsS --max-time 10 $(sb_url "$u") | grep -q Warren"
+expect "its guest was told warren.user=1000:1001" \
+	grep -qxF warren.user=1000:1001 <(warrenctl exec "$u" -- /bin/busybox cat /proc/cmdline | words)
+ugid=$(warrenctl exec "$u" -- /bin/busybox sh -c 'for p in /proc/[0-9]*; do [ "$(tr "\0" " " <$p/cmdline)" = "/bin/busybox httpd -f -p 8080 -h /www " ] && awk "/^[UG]id:/ {print \$2}" $p/status; done; true' | tr '\n' ' ')
+expect "its program runs as uid 1000, gid 1001 ($ugid)" test "$ugid" = "1000 1001 "
+warrenctl destroy "$u"
 expect "no VMM is left" wait_for 10 sh -c "! pgrep -f '^/usr/bin/qemu-system-x86_64.*$T/netnsd' >/dev/null"
 expect "no RAM file is left" sh -c "[ -z \"\$(ls -A $VM_RAM_DIR 2>/dev/null)\" ]"
 expect "no cgroup is left" wait_for 10 sh -c "! ls -d /sys/fs/cgroup/*$CGROUP_PARENT/*/ /sys/fs/cgroup$CGROUP_PARENT/*/ 2>/dev/null | grep -q ."
