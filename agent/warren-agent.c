@@ -363,6 +363,12 @@ write_all(int fd, const void *p, size_t n)
 
 /* Reap children; the program's end ends the VM. Exec children are waited for by exec. */
 static void
+wake(int sig)
+{
+	(void)sig;
+}
+
+static void
 reap(void)
 {
 	int status;
@@ -705,6 +711,9 @@ main(int argc, char **argv)
 		struct dirent *e;
 		while (d && (e = readdir(d)))
 			say("virtio device %s\n", e->d_name);
+		/* SIGCHLD's default is to discard it, which would never end pause(): caught, it
+		 * wakes the loop so the program's end still ends the VM */
+		signal(SIGCHLD, wake);
 		for (;;) {
 			reap();
 			pause();

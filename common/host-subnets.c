@@ -3,12 +3,15 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <string.h>
 
+/* the address bytes of an interface's address or netmask, read as family (a netmask's own
+ * sa_family need not be set) */
 static const unsigned char *
-sockaddr_bytes(const struct sockaddr *sa, size_t *len)
+sockaddr_bytes(const struct sockaddr *sa, int family, size_t *len)
 {
-	if (sa->sa_family == AF_INET) {
+	if (family == AF_INET) {
 		*len = 4;
 		return (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
 	}
@@ -16,22 +19,31 @@ sockaddr_bytes(const struct sockaddr *sa, size_t *len)
 	return (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
 }
 
+/* netnsd's pool veths are named the prefix and a slot number (pool.c), nothing else: an
+ * operator's interface that merely starts with the prefix is the host's */
+static bool
+is_pool_link(const char *name, const char *prefix, size_t plen)
+{
+	return plen && !strncmp(name, prefix, plen) && name[plen] &&
+	       strspn(name + plen, "0123456789") == strlen(name + plen);
+}
+
 int
-host_subnets_each(int family, const char *skip_prefix,
+host_subnets_each(int family, const char *pool_prefix,
 		  void (*fn)(const struct host_subnet *s, void *ud), void *ud)
 {
 	struct ifaddrs *ifa = NULL;
 	if (getifaddrs(&ifa) < 0)
 		return -errno;
-	size_t skip = strlen(skip_prefix);
+	size_t skip = strlen(pool_prefix);
 	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
 		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != family ||
-		    (skip && !strncmp(i->ifa_name, skip_prefix, skip)))
+		    is_pool_link(i->ifa_name, pool_prefix, skip))
 			continue;
 		struct host_subnet s = {.family = family};
 		size_t n;
-		const unsigned char *a = sockaddr_bytes(i->ifa_addr, &n);
-		const unsigned char *m = sockaddr_bytes(i->ifa_netmask, &n);
+		const unsigned char *a = sockaddr_bytes(i->ifa_addr, family, &n);
+		const unsigned char *m = sockaddr_bytes(i->ifa_netmask, family, &n);
 		for (size_t k = 0; k < n; k++) {
 			s.addr[k] = a[k] & m[k];
 			s.prefix += (unsigned)__builtin_popcount(m[k]);
@@ -64,10 +76,10 @@ collect4(const struct host_subnet *s, void *ud)
 }
 
 int
-host_subnets4(const char *skip_prefix, struct egress_entry *out, size_t max)
+host_subnets4(const char *pool_prefix, struct egress_entry *out, size_t max)
 {
 	struct collect4 c = {.out = out, .max = max};
-	int r = host_subnets_each(AF_INET, skip_prefix, collect4, &c);
+	int r = host_subnets_each(AF_INET, pool_prefix, collect4, &c);
 	if (r < 0)
 		return r;
 	return c.over ? -E2BIG : (int)c.n;

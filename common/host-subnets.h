@@ -12,10 +12,10 @@ struct host_subnet {
 	unsigned prefix;
 };
 
-/* Each subnet of family of the interfaces whose name does not start with skip_prefix ("" skips
- * none), to fn; 0, or -errno when the interfaces cannot be read. */
-int host_subnets_each(int family, const char *skip_prefix,
+/* Each subnet of family of the interfaces other than netnsd's pool veths (pool_prefix and a
+ * number; "" skips none), to fn; 0, or -errno when the interfaces cannot be read. */
+int host_subnets_each(int family, const char *pool_prefix,
 		      void (*fn)(const struct host_subnet *s, void *ud), void *ud);
 /* The distinct IPv4 ones into out: their count, or -E2BIG when there are more than max (a check
  * that saw only some of them would let the rest be named). */
-int host_subnets4(const char *skip_prefix, struct egress_entry *out, size_t max);
+int host_subnets4(const char *pool_prefix, struct egress_entry *out, size_t max);

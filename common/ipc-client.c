@@ -139,12 +139,14 @@ pending_timeout(evutil_socket_t fd, short what, void *arg)
 	struct pending *p = arg;
 	struct ipc_client *c = p->client;
 	if (p->late && !p->timed_out) {
-		/* the caller hears of the timeout now; the record stays for a late reply */
+		/* the record stays for a late reply; the caller hears of the timeout last, when
+		 * nothing here touches p again (a callback may end the link and free it) */
+		void *ud = p->ud;
 		p->timed_out = true;
-		p->cb(NULL, -ETIMEDOUT, NULL, 0, p->ud);
 		p->ud = NULL;
 		struct timeval tv = {IPC_LATE_KEEP_S, 0};
 		evtimer_add(p->timer, &tv);
+		p->cb(NULL, -ETIMEDOUT, NULL, 0, ud);
 		return;
 	}
 	pending_unlink(c, p);

@@ -43,7 +43,7 @@ warren-e2b-api.service Group warren-e2b
 warren-e2b-api.service CapabilityBoundingSet -
 warren-e2b-api.service AmbientCapabilities -
 warren-e2b-api.service NoNewPrivileges yes
-warren-e2b-api.service RestrictAddressFamilies AF_UNIX AF_INET
+warren-e2b-api.service RestrictAddressFamilies AF_UNIX AF_INET AF_NETLINK
 warren-e2b-api.service ReadWritePaths /var/lib/warren/e2b
 warren-clusterd.service Type notify
 warren-clusterd.service User warren-cluster
