@@ -84,6 +84,8 @@ int e2b_bus_state(struct e2b_api *a, const char *id, char *state, size_t len);
  * "pause" at its end; 0 clears it), and EndUSec, its end as the supervisor holds it (0: none) */
 int e2b_bus_set_timeout(struct e2b_api *a, const char *id, uint64_t seconds, const char *action,
 			sd_bus_error *e);
+/* the sandbox's egress from now on, bounded by its template's ("": the template's own) */
+int e2b_bus_set_egress(struct e2b_api *a, const char *id, const char *egress, sd_bus_error *e);
 int e2b_bus_end_usec(struct e2b_api *a, const char *id, uint64_t *end_usec);
 int e2b_bus_memory_current(struct e2b_api *a, const char *id, uint64_t *bytes);
 /* malloc'd array of the supervisor's sandboxes (*n of them); -errno if it cannot be asked */

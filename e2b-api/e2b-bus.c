@@ -96,6 +96,16 @@ e2b_bus_set_timeout(struct e2b_api *a, const char *id, uint64_t seconds, const c
 }
 
 int
+e2b_bus_set_egress(struct e2b_api *a, const char *id, const char *egress, sd_bus_error *e)
+{
+	_cleanup_free_ char *path = sandbox_path(id);
+	if (!path)
+		return -ENOMEM;
+	return sd_bus_call_method(a->bus, BUS_NAME, path, SANDBOX_IFACE, "SetEgressWithinTemplate",
+				  e, NULL, "s", egress);
+}
+
+int
 e2b_bus_end_usec(struct e2b_api *a, const char *id, uint64_t *end_usec)
 {
 	_cleanup_free_ char *path = sandbox_path(id);

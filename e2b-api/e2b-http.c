@@ -486,6 +486,23 @@ network_policy(json_t *net, bool internet, char *out, size_t size, char *why, si
 					whylen);
 }
 
+/* The host's own subnets are closed to "on" (netnsd's deny set) but not to a list, which netnsd
+ * checks first: a client's list may not name them. True when refused (answered 400). */
+static bool
+refuse_host_subnets(struct e2b_api *a, struct evhttp_request *req, const char *egress)
+{
+	struct egress_policy asked;
+	size_t hit = 0;
+	if (egress[0] && egress_policy_parse(egress, &asked, NULL, 0) == 0)
+		hit = egress_policy_overlaps(&asked, a->host_nets, a->n_host_nets);
+	if (hit)
+		reply_error(req, 400,
+			    "network.allowOut: entry %zu overlaps a subnet of this host's own "
+			    "interfaces",
+			    hit);
+	return hit != 0;
+}
+
 static void
 handle_create(struct e2b_api *a, struct evhttp_request *req)
 {
@@ -558,22 +575,8 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 		reply_error(req, 404, "template '%s' not found", template);
 		goto out;
 	}
-	if (r >= 0 && egress[0]) {
-		/* the host's own subnets are closed to "on" (netnsd's deny set) but not to a list,
-		 * which netnsd checks first: a client's list may not name them */
-		struct egress_policy asked;
-		size_t host_hit = 0;
-		if (egress_policy_parse(egress, &asked, NULL, 0) == 0)
-			host_hit = egress_policy_overlaps(&asked, a->host_nets, a->n_host_nets);
-		if (host_hit) {
-			reply_error(
-				req, 400,
-				"network.allowOut: entry %zu overlaps a subnet of this host's own "
-				"interfaces",
-				host_hit);
-			goto out;
-		}
-	}
+	if (r >= 0 && refuse_host_subnets(a, req, egress))
+		goto out;
 	char id[E2B_ID_LEN + 1];
 	sd_bus_error e = SD_BUS_ERROR_NULL;
 	r = r < 0 ? r : e2b_bus_create(a, template, egress[0] ? egress : NULL, id, &e);
@@ -795,6 +798,46 @@ handle_kill(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *s
 		reply_error(req, 404, "sandbox not found");
 	else
 		reply_empty(req, 204);
+}
+
+/* PUT /sandboxes/{id}/network: the sandbox's egress from now on, replacing what it had (an
+ * omitted field is cleared: {} is the template's policy again), never more than its template's
+ * (the supervisor checks, SetEgressWithinTemplate) nor a subnet of this host's. */
+static void
+handle_network(struct e2b_api *a, struct evhttp_request *req, struct e2b_sandbox *s)
+{
+	json_t *body = read_body(req, true);
+	if (!body)
+		return;
+	bool internet = true;
+	char egress[512], bad[256];
+	if (!json_is_object(body) || get_bool(body, "allow_internet_access", &internet) < 0) {
+		reply_error(req, 400, "The body is an object; allow_internet_access a boolean");
+		goto out;
+	}
+	/* the rest is create's network object */
+	json_object_del(body, "allow_internet_access");
+	if (network_policy(body, internet, egress, sizeof egress, bad, sizeof bad) < 0) {
+		reply_error(req, 400, "%s", bad);
+		goto out;
+	}
+	if (refuse_host_subnets(a, req, egress))
+		goto out;
+	if (s->paused) {
+		reply_error(req, 409, "Sandbox %s is paused: resume it first", s->id);
+		goto out;
+	}
+	sd_bus_error e = SD_BUS_ERROR_NULL;
+	int r = e2b_bus_set_egress(a, s->id, egress, &e);
+	if (r < 0)
+		reply_error(req, e2b_bus_error_status(&e, r),
+			    "Cannot change the network of sandbox %s: %s", s->id,
+			    e.message ? e.message : strerror(-r));
+	else
+		reply_empty(req, 204);
+	sd_bus_error_free(&e);
+out:
+	json_decref(body);
 }
 
 static void
@@ -1162,6 +1205,8 @@ on_request(struct evhttp_request *req, void *arg)
 		handle_metrics(a, req, s);
 	else if (!strcmp(action, "fork") && m == EVHTTP_REQ_POST)
 		handle_fork(a, req, s);
+	else if (!strcmp(action, "network") && m == EVHTTP_REQ_PUT)
+		handle_network(a, req, s);
 	else
 		reply_error(req, 404, "Not found");
 }
@@ -1194,7 +1239,8 @@ e2b_http_start(struct e2b_api *a, int listen_fd)
 	evhttp_set_max_body_size(a->http, E2B_BODY_MAX);
 	evhttp_set_max_headers_size(a->http, 16384);
 	evhttp_set_timeout(a->http, 30);
-	evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
+	evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+						    EVHTTP_REQ_DELETE);
 	evhttp_set_default_content_type(a->http, "application/json");
 	evhttp_set_gencb(a->http, on_request, a);
 	struct evconnlistener *l =

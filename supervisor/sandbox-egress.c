@@ -40,11 +40,11 @@ sandbox_egress_within_template(const char *egress, const struct template *t, sd_
 	if (egress_policy_parse(egress, &p, NULL, 0) < 0 ||
 	    egress_policy_parse(ceiling, &c, NULL, 0) < 0)
 		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "Option 'egress' is not valid");
+					 "The egress policy is not valid");
 	if (!egress_policy_within(&p, &c))
 		return sd_bus_error_setf(err, ERR("InvalidArgument"),
-					 "Option 'egress' asks for more than the template's egress "
-					 "policy (%.64s%s) allows",
+					 "The egress policy asks for more than the template's "
+					 "(%.64s%s) allows",
 					 ceiling, strlen(ceiling) > 64 ? "..." : "");
 	return 0;
 }
