@@ -243,9 +243,10 @@ peer_readable(evutil_socket_t fd, short what, void *arg)
 	struct ipc_peer *p = arg;
 	if (p->dropped) {
 		struct ipc_server *s = p->server;
+		uint64_t serial = p->serial;
 		peer_free(p);
 		if (s->cfg.on_peer_gone)
-			s->cfg.on_peer_gone(s->cfg.userdata);
+			s->cfg.on_peer_gone(s->cfg.userdata, serial);
 		return;
 	}
 	for (int i = 0; i < 16; i++) {
@@ -257,9 +258,10 @@ peer_readable(evutil_socket_t fd, short what, void *arg)
 			return;
 		if (r == -ECONNRESET) {
 			struct ipc_server *s = p->server;
+			uint64_t serial = p->serial;
 			peer_free(p);
 			if (s->cfg.on_peer_gone)
-				s->cfg.on_peer_gone(s->cfg.userdata);
+				s->cfg.on_peer_gone(s->cfg.userdata, serial);
 			return;
 		}
 		if (r < 0) {

@@ -38,8 +38,9 @@ struct ipc_server_config {
 	size_t n_allowed_uids;
 	bool drop_on_violation; /* privileged helpers: a bad datagram closes the peer */
 	void *userdata;
-	/* A peer hung up (the spawner uses it to notice netnsd is gone). */
-	void (*on_peer_gone)(void *userdata);
+	/* A peer hung up (the spawner uses it to notice netnsd is gone; netnsd to take back what
+	 * that peer claimed and never used): its serial, as in ipc_call.peer_serial. */
+	void (*on_peer_gone)(void *userdata, uint64_t peer_serial);
 };
 
 struct ipc_server *ipc_server_new(struct event_base *base, int listen_fd,

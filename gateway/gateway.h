@@ -128,7 +128,7 @@ bool remote_target_ok(const struct gateway *g, const char *address, uint32_t por
 int remote_routes_piece(struct gateway *g, uint64_t generation, const char *hop_token,
 			const Warren__V1__RemoteRoute *const *routes, size_t n, bool last);
 /* clusterd hung up (the cluster socket's on_peer_gone): a table half received is dropped */
-void remote_routes_peer_gone(void *ud);
+void remote_routes_peer_gone(void *ud, uint64_t peer_serial);
 /* Constant-time: does value equal this cluster's hop token (never when none was given)? */
 bool remote_hop_matches(const struct gateway *g, const char *value, size_t len);
 unsigned remote_count(struct gateway *g);

@@ -113,7 +113,7 @@ limits_apply(struct gateway *g, long max_open_files, bool conns_given)
 /* The supervisor went away: routes stay (sandboxes keep answering), but a sandbox not known
  * here may have been created meanwhile: 503 and Retry-After until the next one synced. */
 static void
-gateway_supervisor_gone(void *ud)
+gateway_supervisor_gone(void *ud, uint64_t peer_serial)
 {
 	struct gateway *g = ud;
 	g->status_seen = 0;

@@ -104,7 +104,7 @@ staging_free(struct gateway *g)
 }
 
 void
-remote_routes_peer_gone(void *ud)
+remote_routes_peer_gone(void *ud, uint64_t peer_serial)
 {
 	/* a table half sent is dropped; the routes applied stay (the sandboxes still run) and
 	 * clusterd pushes the whole table again when it reconnects */

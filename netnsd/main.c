@@ -476,6 +476,7 @@ main(int argc, char **argv)
 					.allowed_uids = n.dc.peer_uids,
 					.n_allowed_uids = n.dc.n_peer_uids,
 					.drop_on_violation = true,
+					.on_peer_gone = netnsd_peer_gone,
 					.userdata = &n};
 	n.server = ipc_server_new(n.dc.base, lfd, &cfg);
 	ipc_server_set_ready(n.server, true);

@@ -122,6 +122,7 @@ waiter_timeout(evutil_socket_t fd, short what, void *arg)
 static void
 claim_finish(struct netnsd *n, struct ipc_call *call, struct slot *s, const struct egress_policy *p)
 {
+	s->claimant = call->peer_serial;
 	if (p->mode != EGRESS_LIST) {
 		netnsd_claim_reply(n, call, s);
 		return;
@@ -176,6 +177,7 @@ handle_claim(struct ipc_call *call, void *ud)
 	int r = n->waiters ? -EAGAIN : pool_claim(n->pool, egress.mode == EGRESS_ON, &s);
 	if (r == 0) {
 		fault_point("claim");
+		s->claimant = call->peer_serial;
 		if (egress.mode == EGRESS_LIST)
 			return netnsd_egress_claim(n, call, s, &egress);
 		netnsd_claim_reply(n, call, s);
@@ -474,14 +476,38 @@ quarantine_end(evutil_socket_t fd, short what, void *arg)
 	pool_quarantine_end(n->pool);
 }
 
+/* A peer hung up: the slots it claimed that hold no runtime (a supervisor killed between a claim
+ * and its spawn, or before it recorded the claim) are quarantined, so its successor's re-sync
+ * either releases them or, 10 s after it, they are freed; never left claimed for nobody. */
+void
+netnsd_peer_gone(void *ud, uint64_t peer_serial)
+{
+	struct netnsd *n = ud;
+	for (unsigned i = 0; i < pool_size(n->pool); i++) {
+		struct slot *s = pool_slot(n->pool, i);
+		if (!s || !s->claimed || s->quarantined || s->claimant != peer_serial)
+			continue;
+		bool used = false;
+		for (struct netnsd_sandbox *sb = n->sandboxes; sb && !used; sb = sb->next)
+			used = sb->slot == i;
+		if (used)
+			continue;
+		log_info("Slot %u: its claimant hung up before using it; quarantined until the "
+			 "next re-sync",
+			 i);
+		s->quarantined = true;
+	}
+}
+
 static int
 handle_list(struct ipc_call *call, void *ud)
 {
 	struct netnsd *n = ud;
 	/* The supervisor re-syncs with a List and releases, in the same breath, the slots its
 	 * failed sandboxes held; what is still quarantined 10 s later nobody holds. */
-	if (!n->quarantine_timer) {
+	if (!n->quarantine_timer)
 		n->quarantine_timer = evtimer_new(n->dc.base, quarantine_end, n);
+	if (n->quarantine_timer && !evtimer_pending(n->quarantine_timer, NULL)) {
 		struct timeval tv = {10, 0};
 		evtimer_add(n->quarantine_timer, &tv);
 	}

@@ -38,6 +38,7 @@ struct netnsd {
 extern const struct ipc_handler netnsd_handlers[];
 extern const unsigned netnsd_n_handlers;
 void netnsd_pool_available(struct pool *p, void *ud);
+void netnsd_peer_gone(void *ud, uint64_t peer_serial);
 void netnsd_spawner_event(const IpcResponse *ev, void *ud);
 
 /* netnsd-dispatch.c: answer a claim with the slot (and its namespace fd) */

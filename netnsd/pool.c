@@ -430,6 +430,7 @@ pool_release(struct pool *p, unsigned index)
 	if (r < 0)
 		log_warning_errno(r, "Slot %u: conntrack flush: %m", index);
 	s->claimed = s->quarantined = false;
+	s->claimant = 0;
 	s->free_since_us = now_usec();
 	adopt_slots_set(p->cfg.slots_fd, index, false);
 	if (p->available)
@@ -486,7 +487,8 @@ pool_quarantine_end(struct pool *p)
 {
 	for (unsigned i = 0; i < p->cfg.size; i++)
 		if (p->slots[i].built && p->slots[i].quarantined) {
-			log_info("Slot %u: claimed before the restart and not released; freeing it",
+			log_info("Slot %u: held by no runtime and not released by the re-sync; "
+				 "freeing it",
 				 i);
 			pool_release(p, i);
 		}

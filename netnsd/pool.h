@@ -14,8 +14,10 @@ struct slot {
 	ino_t ns_ino;
 	bool built, claimed;
 	bool build_failed; /* an owed slot that could not be rebuilt: never tried again */
-	bool quarantined;  /* claimed before a restart, no runtime: until the supervisor releases it
-			    * or its re-sync is over (pool_quarantine_end) */
+	bool quarantined;  /* claimed before a restart, or by a peer that hung up, no runtime: until
+			    * the supervisor releases it or its re-sync is over
+			    * (pool_quarantine_end) */
+	uint64_t claimant; /* the peer (ipc_call.peer_serial) whose claim it answers; 0: none */
 	uint64_t free_since_us; /* built or released then: a dynamic pool takes idle ones down */
 	/* the slot may have an egress allow-list chain (egress.h): set before the spawner is asked
 	 * to write one, cleared once it removed it; a slot with it is never released without */

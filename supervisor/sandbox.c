@@ -595,6 +595,7 @@ claim_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		sandbox_forget(sb);
 		return;
 	}
+	fault_point("claim"); /* the slot granted and not yet recorded: netnsd takes it back */
 	sb->slot = (int)resp->claim_slot->slot;
 	snprintf(sb->address, sizeof sb->address, "%s", resp->claim_slot->address);
 	sb->nsfd = fds[0];

@@ -1619,7 +1619,7 @@ spawner_maybe_done(void)
 /* The sandboxes outlive netnsd and this spawner (restart without loss): the next netnsd adopts
  * them. An exec can no longer be answered: its client is killed. */
 static void
-on_netnsd_gone(void *ud)
+on_netnsd_gone(void *ud, uint64_t peer_serial)
 {
 	log_info("netnsd is gone: the sandboxes keep running; exiting once the commands under way "
 		 "are done");

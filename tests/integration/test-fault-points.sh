@@ -150,7 +150,7 @@ load_op() { # the gateway killed under requests: every request answered or refus
 	done
 }
 
-STEPS="netnsd:claim:create_op spawner:spawn:create_op spawner:destroy:destroy_op
+STEPS="netnsd:claim:create_op supervisor:claim:create_op spawner:spawn:create_op spawner:destroy:destroy_op
 	netnsd:slot-scrub:destroy_op supervisor:destroy:destroy_dbus_op gateway:none:load_op"
 [ "${FAULT_WALK:-}" = full ] && STEPS+=" netnsd:freeze:freeze_op spawner:restore:fork_op
 	supervisor:fork-child-2:fork_op snapshotd:image-seal:snap_op spawner:checkpoint-write:snap_op"

@@ -21,7 +21,7 @@ reset(void)
 {
 	while (g.routes)
 		route_remove(&g, g.routes);
-	remote_routes_peer_gone(&g);
+	remote_routes_peer_gone(&g, 1);
 	memset(&g, 0, sizeof g);
 	g.cluster_port = 8300;
 	assert_int_equal(remote_nets_parse(&g, "10.1.0.0/16,192.168.7.5/32"), 0);

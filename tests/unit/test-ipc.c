@@ -216,7 +216,7 @@ test_server_answers_error(void **state)
 
 static int peers_gone;
 static void
-count_gone(void *ud)
+count_gone(void *ud, uint64_t peer_serial)
 {
 	peers_gone++;
 }
