@@ -101,8 +101,18 @@ e2b_bus_set_egress(struct e2b_api *a, const char *id, const char *egress, sd_bus
 	_cleanup_free_ char *path = sandbox_path(id);
 	if (!path)
 		return -ENOMEM;
-	return sd_bus_call_method(a->bus, BUS_NAME, path, SANDBOX_IFACE, "SetEgressWithinTemplate",
-				  e, NULL, "s", egress);
+	/* the supervisor waits up to 35 s for netnsd: sd-bus's default 25 s would answer 503
+	 * for a change that still lands */
+	sd_bus_message *m = NULL, *reply = NULL;
+	int r = sd_bus_message_new_method_call(a->bus, &m, BUS_NAME, path, SANDBOX_IFACE,
+					       "SetEgressWithinTemplate");
+	if (r >= 0)
+		r = sd_bus_message_append(m, "s", egress);
+	if (r >= 0)
+		r = sd_bus_call(a->bus, m, 40 * 1000000ull, e, &reply);
+	sd_bus_message_unref(reply);
+	sd_bus_message_unref(m);
+	return r;
 }
 
 int
@@ -244,6 +254,10 @@ e2b_bus_error_status(const sd_bus_error *e, int r)
 				return map[i].status;
 		if (sd_bus_error_has_name(e, SD_BUS_ERROR_UNKNOWN_OBJECT))
 			return 404;
+		if (sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED))
+			return 403;
+		if (sd_bus_error_has_name(e, SD_BUS_ERROR_UNKNOWN_METHOD)) /* an older supervisor */
+			return 501;
 		if (sd_bus_error_has_name(e, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
 		    sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER) ||
 		    sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) ||

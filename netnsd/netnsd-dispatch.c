@@ -85,13 +85,11 @@ netnsd_claim_reply(struct netnsd *n, struct ipc_call *call, struct slot *s)
 	resp.body_case = WARREN__V1__RESPONSE__BODY_CLAIM_SLOT;
 	resp.claim_slot = &cr;
 	if (ipc_call_reply(call, &resp, &s->nsfd, 1) < 0) {
-		/* The supervisor is gone: the slot goes straight back (an allow-list's chain
-		 * first, so no next tenant finds it). */
+		/* The supervisor is gone: the slot goes straight back the way a release does
+		 * (an allow-list's chain first, so no next tenant finds it; the claimed-slot
+		 * file and link group put back). */
 		log_warning("Slot %u: claimant gone, releasing", s->index);
-		if (s->egress_list)
-			netnsd_egress_release(n, s->index, NULL);
-		else
-			s->claimed = false;
+		netnsd_egress_release(n, s->index, NULL);
 	}
 }
 
@@ -234,6 +232,16 @@ handle_pool_reserve(struct ipc_call *call, void *ud)
 	return ipc_call_reply(call, &resp, NULL, 0);
 }
 
+/* a runtime runs, or is being started, in slot idx */
+static bool
+slot_runs_sandbox(struct netnsd *n, unsigned idx)
+{
+	for (struct netnsd_sandbox *sb = n->sandboxes; sb; sb = sb->next)
+		if (sb->slot == idx)
+			return true;
+	return false;
+}
+
 static int
 handle_release(struct ipc_call *call, void *ud)
 {
@@ -339,9 +347,8 @@ validate_and_forward_spawn(struct netnsd *n, struct ipc_call *call,
 	struct slot *s = pool_slot(n->pool, q->slot);
 	if (!s || !s->claimed)
 		return ipc_call_error(call, -EINVAL, "slot %u is not claimed", q->slot);
-	for (struct netnsd_sandbox *sb = n->sandboxes; sb; sb = sb->next)
-		if (sb->slot == q->slot)
-			return ipc_call_error(call, -EBUSY, "slot %u is in use", q->slot);
+	if (slot_runs_sandbox(n, q->slot))
+		return ipc_call_error(call, -EBUSY, "slot %u is in use", q->slot);
 	struct stat st;
 	if (fstat(call->fds[0], &st) < 0 || st.st_ino != s->ns_ino)
 		return ipc_call_error(call, -EINVAL, "fd is not the namespace of slot %u", q->slot);
@@ -404,6 +411,9 @@ validate_and_forward_spawn(struct netnsd *n, struct ipc_call *call,
 	sb->vm = vm;
 	sb->next = n->sandboxes;
 	n->sandboxes = sb;
+	/* whoever starts a runtime in a quarantined slot holds it: no longer nobody's */
+	s->quarantined = s->resynced = false;
+	s->claimant = call->peer_serial;
 	int fds[2] = {s->nsfd, restore ? call->fds[1] : -1};
 	r = forward(n, call, q->id, fds, restore ? 2 : 1, 120000);
 	call->req = orig;
@@ -469,11 +479,35 @@ handle_exec(struct ipc_call *call, void *ud)
 	return forward(n, call, q->id, NULL, 0, (q->timeout_ms ? q->timeout_ms : 30000) + 5000);
 }
 
+/* 10 s after the last re-sync: what was quarantined before it and is still neither released nor
+ * used is nobody's. It goes back the way a release does (an allow-list's chain first), never
+ * while a runtime or a chain job is in it. */
 static void
 quarantine_end(evutil_socket_t fd, short what, void *arg)
 {
 	struct netnsd *n = arg;
-	pool_quarantine_end(n->pool);
+	bool left = false;
+	for (unsigned i = 0; i < pool_size(n->pool); i++) {
+		struct slot *s = pool_slot(n->pool, i);
+		if (!s || !s->claimed || !s->quarantined || !s->resynced)
+			continue;
+		if (slot_runs_sandbox(n, i)) {
+			s->quarantined = s->resynced = false;
+			continue;
+		}
+		if (netnsd_egress_busy(i)) {
+			left = true;
+			continue;
+		}
+		log_info("Slot %u: held by no runtime and not released by the re-sync; freeing it",
+			 i);
+		int r = netnsd_egress_release(n, i, NULL);
+		if (r < 0)
+			log_error_errno(r, "Slot %u: cannot free it: %m", i);
+	}
+	struct timeval tv = {10, 0};
+	if (left)
+		evtimer_add(n->quarantine_timer, &tv);
 }
 
 /* A peer hung up: the slots it claimed that hold no runtime (a supervisor killed between a claim
@@ -487,15 +521,13 @@ netnsd_peer_gone(void *ud, uint64_t peer_serial)
 		struct slot *s = pool_slot(n->pool, i);
 		if (!s || !s->claimed || s->quarantined || s->claimant != peer_serial)
 			continue;
-		bool used = false;
-		for (struct netnsd_sandbox *sb = n->sandboxes; sb && !used; sb = sb->next)
-			used = sb->slot == i;
-		if (used)
+		if (slot_runs_sandbox(n, i))
 			continue;
 		log_info("Slot %u: its claimant hung up before using it; quarantined until the "
 			 "next re-sync",
 			 i);
 		s->quarantined = true;
+		s->resynced = false;
 	}
 }
 
@@ -505,12 +537,18 @@ handle_list(struct ipc_call *call, void *ud)
 	struct netnsd *n = ud;
 	/* The supervisor re-syncs with a List and releases, in the same breath, the slots its
 	 * failed sandboxes held; what is still quarantined 10 s later nobody holds. */
+	bool any = false;
+	for (unsigned i = 0; i < pool_size(n->pool); i++) {
+		struct slot *s = pool_slot(n->pool, i);
+		if (s && s->quarantined)
+			any = s->resynced = true;
+	}
 	if (!n->quarantine_timer)
 		n->quarantine_timer = evtimer_new(n->dc.base, quarantine_end, n);
-	if (n->quarantine_timer && !evtimer_pending(n->quarantine_timer, NULL)) {
-		struct timeval tv = {10, 0};
+	/* (re)armed: 10 s after the latest re-sync, not an earlier one */
+	struct timeval tv = {10, 0};
+	if (any && n->quarantine_timer)
 		evtimer_add(n->quarantine_timer, &tv);
-	}
 	size_t count = 0;
 	for (struct netnsd_sandbox *s = n->sandboxes; s; s = s->next)
 		count++;

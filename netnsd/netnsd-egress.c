@@ -24,14 +24,23 @@ struct egress_job {
 };
 
 static unsigned slot_gen[ADOPT_MAX_SLOTS];
+/* jobs the spawner has not answered, per slot: a quarantine does not end under one */
+static unsigned slot_jobs[ADOPT_MAX_SLOTS];
 /* a release clears the chain: a SetEgress then would load one into a slot going free */
 static bool slot_releasing[ADOPT_MAX_SLOTS];
 
 static void
 job_free(struct egress_job *j)
 {
+	slot_jobs[j->slot]--;
 	ipc_call_free(j->call);
 	free(j);
+}
+
+bool
+netnsd_egress_busy(unsigned idx)
+{
+	return idx < ADOPT_MAX_SLOTS && slot_jobs[idx] > 0;
 }
 
 static void spawner_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud);
@@ -141,6 +150,7 @@ job_new(struct netnsd *n, unsigned slot, enum egress_mode mode, int kind)
 	j->mode = mode;
 	j->kind = kind;
 	j->gen = ++slot_gen[slot];
+	slot_jobs[slot]++;
 	return j;
 }
 

@@ -51,6 +51,8 @@ struct egress_policy;
 int netnsd_egress_claim(struct netnsd *n, struct ipc_call *call, struct slot *s,
 			const struct egress_policy *p);
 int netnsd_egress_release(struct netnsd *n, unsigned idx, struct ipc_call *call);
+/* the spawner is loading or removing the slot's chain */
+bool netnsd_egress_busy(unsigned idx);
 
 /* netnsd-remove.c: --remove-all */
 int netnsd_remove_all(const char *runtime_dir, const char *cgroup_parent, const char *prefix,

@@ -429,7 +429,7 @@ pool_release(struct pool *p, unsigned index)
 	r = conntrack_flush_addr(s->sandbox_addr);
 	if (r < 0)
 		log_warning_errno(r, "Slot %u: conntrack flush: %m", index);
-	s->claimed = s->quarantined = false;
+	s->claimed = s->quarantined = s->resynced = false;
 	s->claimant = 0;
 	s->free_since_us = now_usec();
 	adopt_slots_set(p->cfg.slots_fd, index, false);
@@ -480,16 +480,4 @@ pool_free_count(struct pool *p)
 	for (unsigned i = 0; i < p->cfg.size; i++)
 		n += p->slots[i].built && !p->slots[i].claimed;
 	return n;
-}
-
-void
-pool_quarantine_end(struct pool *p)
-{
-	for (unsigned i = 0; i < p->cfg.size; i++)
-		if (p->slots[i].built && p->slots[i].quarantined) {
-			log_info("Slot %u: held by no runtime and not released by the re-sync; "
-				 "freeing it",
-				 i);
-			pool_release(p, i);
-		}
 }

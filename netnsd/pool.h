@@ -15,8 +15,9 @@ struct slot {
 	bool built, claimed;
 	bool build_failed; /* an owed slot that could not be rebuilt: never tried again */
 	bool quarantined;  /* claimed before a restart, or by a peer that hung up, no runtime: until
-			    * the supervisor releases it or its re-sync is over
-			    * (pool_quarantine_end) */
+			    * the supervisor releases it or uses it, or a re-sync is over
+			    * (netnsd-dispatch.c) */
+	bool resynced;	   /* quarantined before a re-sync (ListSandboxes): freed when it is over */
 	uint64_t claimant; /* the peer (ipc_call.peer_serial) whose claim it answers; 0: none */
 	uint64_t free_since_us; /* built or released then: a dynamic pool takes idle ones down */
 	/* the slot may have an egress allow-list chain (egress.h): set before the spawner is asked
@@ -70,8 +71,5 @@ struct slot *pool_slot(struct pool *p, unsigned index);
 unsigned pool_size(struct pool *p);
 const struct pool_policy *pool_policy(struct pool *p);
 unsigned pool_free_count(struct pool *p);
-/* The supervisor has re-synced: slots claimed before the restart that it did not release (a
- * create cut off by the crash) are scrubbed and given back. */
-void pool_quarantine_end(struct pool *p);
 /* Default size: one slot per 128 MiB of RAM, at least 32. */
 unsigned pool_default_size(void);

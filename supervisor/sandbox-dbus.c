@@ -110,7 +110,9 @@ method_set_timeout(sd_bus_message *m, void *ud, sd_bus_error *err)
 	return sd_bus_reply_method_return(m, "");
 }
 
-/* SetEgress(policy): "off", "on" or "CIDR[:PORT],..." (sandbox-egress.c); root and the owner */
+/* SetEgress(policy): "off", "on" or "CIDR[:PORT],..." (sandbox-egress.c); root and the owner.
+ * SetEgressWithinTemplate(policy): the same bounded by the sandbox's template's policy, which ""
+ * restores (E2B's PUT /network, whose client may not open what the operator closed). */
 static int
 method_set_egress(sd_bus_message *m, void *ud, sd_bus_error *err)
 {
@@ -123,23 +125,8 @@ method_set_egress(sd_bus_message *m, void *ud, sd_bus_error *err)
 	const char *policy;
 	if ((r = sd_bus_message_read(m, "s", &policy)) < 0)
 		return r;
-	return sandbox_egress_set(sb, policy, m, err);
-}
-
-/* SetEgressWithinTemplate(policy): SetEgress bounded by the sandbox's template's policy, which ""
- * restores (E2B's PUT /network, whose client may not open what the operator closed) */
-static int
-method_set_egress_within_template(sd_bus_message *m, void *ud, sd_bus_error *err)
-{
-	int r = dbus_input_check(m, err);
-	if (r < 0)
-		return r;
-	struct sandbox *sb = ud;
-	if ((r = owner_check(m, sb, "set the egress policy of", err)) < 0)
-		return r;
-	const char *policy;
-	if ((r = sd_bus_message_read(m, "s", &policy)) < 0)
-		return r;
+	if (!sd_bus_message_is_method_call(m, NULL, "SetEgressWithinTemplate"))
+		return sandbox_egress_set(sb, policy, m, err);
 	struct template *t = template_find(sup, sb->template_name);
 	if (!t)
 		return sd_bus_error_setf(
@@ -442,7 +429,7 @@ static const sd_bus_vtable sandbox_vtable[] = {
 	SD_BUS_METHOD_WITH_NAMES("SetEgress", "s", SD_BUS_PARAM(policy), "", , method_set_egress,
 				 SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("SetEgressWithinTemplate", "s", SD_BUS_PARAM(policy), "", ,
-				 method_set_egress_within_template, SD_BUS_VTABLE_UNPRIVILEGED),
+				 method_set_egress, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("SetTimeout", "ts", SD_BUS_PARAM(seconds) SD_BUS_PARAM(action), "",
 				 , method_set_timeout, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_NAMES("Snapshot", "s", SD_BUS_PARAM(tag), "st",

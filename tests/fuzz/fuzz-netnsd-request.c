@@ -107,13 +107,6 @@ pool_slot(struct pool *p, unsigned index)
 	return index < N_SLOTS ? &p->slots[index] : NULL;
 }
 
-/* a restarted netnsd's quarantine of slots it could not adopt: nothing to end here */
-void
-pool_quarantine_end(struct pool *p)
-{
-	(void)p;
-}
-
 /* a fixed pool is all built: a reservation is bounded by its size and builds nothing */
 unsigned
 pool_reserve(struct pool *p, uint32_t count, uint64_t mem_available, unsigned *target)

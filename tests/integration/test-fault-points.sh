@@ -37,6 +37,14 @@ leaks() { # prints what does not add up (empty: nothing leaked)
 	[ "$bundles" = "$n" ] || echo "bundles=$bundles"
 	[ "$records" = "$n" ] || echo "records=$records"
 	[ "$(pool_free)" = "$((POOL - n))" ] || echo "poolfree=$(pool_free)/$((POOL - n))"
+	# an allow-list's nft chain per live sandbox that has one, none for a slot gone free
+	local chains lists
+	chains=$(nft list chains inet "$NFT_TABLE" 2>/dev/null | grep -c 'chain egress_[0-9]' || true)
+	lists=$(for id in $(live_ids); do
+		busctl --system get-property org.warren.Warren1 "/org/warren/Warren1/sandbox/$id" \
+			org.warren.Warren1.Sandbox Egress 2>/dev/null | grep -q '[0-9]' && echo "$id"
+	done | grep -c . || true)
+	[ "$chains" = "$lists" ] || echo "egress-chains=$chains/$lists"
 	ls -a "$T/images" 2>/dev/null | grep -q '^\.tmp\.' && echo "temp-images"
 	pgrep -f "qemu-system.*$T/netnsd/bundles/" >/dev/null &&
 		[ "$vms" = 0 ] && echo "qemu-processes"
@@ -128,6 +136,8 @@ walk() {
 }
 
 create_op() { create web wait; }
+# with an allow-list: its claim is answered once netnsd's spawner loaded the slot's chain
+create_list_op() { mgr CreateSandbox sa{sv} web 2 wait b true egress s 203.0.113.7; }
 destroy_op() { local id; id=$(create web wait) && warrenctl destroy "$id"; }
 destroy_dbus_op() {
 	local id
@@ -150,9 +160,9 @@ load_op() { # the gateway killed under requests: every request answered or refus
 	done
 }
 
-STEPS="netnsd:claim:create_op supervisor:claim:create_op spawner:spawn:create_op spawner:destroy:destroy_op
+STEPS="netnsd:claim:create_op supervisor:claim:create_list_op spawner:spawn:create_op spawner:destroy:destroy_op
 	netnsd:slot-scrub:destroy_op supervisor:destroy:destroy_dbus_op gateway:none:load_op"
-[ "${FAULT_WALK:-}" = full ] && STEPS+=" netnsd:freeze:freeze_op spawner:restore:fork_op
+[ "${FAULT_WALK:-}" = full ] && STEPS+=" supervisor:claim:create_op netnsd:freeze:freeze_op spawner:restore:fork_op
 	supervisor:fork-child-2:fork_op snapshotd:image-seal:snap_op spawner:checkpoint-write:snap_op"
 # FAULT_STEPS="daemon:step:operation ..." walks only those
 for s in ${FAULT_STEPS:-$STEPS}; do
