@@ -5,7 +5,9 @@
  *      overlay for the VM's own writes, the root, as switch_root does;
  *   2. start the template's program (warren.argv=, warren.env= on the kernel command line) at
  *      once: it can bind its port before the network exists, and everything below runs while
- *      it loads: the program's start-up overlaps the agent's own, instead of following it;
+ *      it loads: the program's start-up overlaps the agent's own, instead of following it.
+ *      Its stdout and stderr are the serial port, which the host keeps as the sandbox's
+ *      console log (`warrenctl logs`);
  *   3. load the virtio modules listed in /etc/warren/modules, bring up lo and eth0 with the
  *      fixed inner address 10.0.2.15/24 via 10.0.2.2 (every VM and every clone has the same
  *      inner address: the host reaches each one through its own namespace, see
@@ -45,6 +47,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -180,6 +183,28 @@ mount_basics(void)
 		say("no /dev/ptmx: %s\n", strerror(errno));
 }
 
+/* The program's stdout and stderr: the first serial port, whose bytes the VMM hands to the
+ * host's console log. Raw (no "\n" to "\r\n"), CLOCAL (no wait for a carrier); opened
+ * without becoming anyone's controlling terminal. /dev/console where there is no such port. */
+static int
+open_program_console(void)
+{
+	int fd = open("/dev/ttyS0", O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	struct termios t;
+	if (fd >= 0 && tcgetattr(fd, &t) == 0) {
+		t.c_oflag &= ~(tcflag_t)OPOST;
+		t.c_cflag |= CLOCAL;
+		cfsetospeed(&t, B115200);
+		if (tcsetattr(fd, TCSANOW, &t) == 0 &&
+		    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0)
+			return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	say("no serial port for the program's output (%s): the console instead\n", strerror(errno));
+	return open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+}
+
 static int
 switch_to_disk_root(void)
 {
@@ -243,6 +268,9 @@ start_program(char **argv, char **env, int out_fd, int err_fd)
 	dup2(out_fd >= 0 ? out_fd : null, 1);
 	dup2(err_fd >= 0 ? err_fd : null, 2);
 	execve(argv[0], argv, env);
+	/* the template's program: why it never ran goes into the sandbox's console log */
+	if (applying_app_identity)
+		dprintf(2, "warren-agent: cannot start %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
 }
 
@@ -692,7 +720,7 @@ main(int argc, char **argv)
 		say("warren.user= is not UID:GID\n");
 		vm_end();
 	}
-	int console = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	int console = open_program_console();
 	applying_app_identity = true;
 	app_pid = start_program(prog, env, console, console);
 	applying_app_identity = false;

@@ -64,7 +64,8 @@ usage(void)
 	       "  --image-cache DIR    snapshotd's --image-cache: decompressed images restored "
 	       "from\n"
 	       "                       there too (default /dev/shm/warren-images)\n"
-	       "  --vm-console         guest serial console to <bundle>/console.log\n"
+	       "  --vm-console         the guest kernel's messages into each microVM's console\n"
+	       "                       log too (console=ttyS0; slower boots)\n"
 	       "  --snapshotd-user U   the user whose snapshotd reclaims sandboxes: each "
 	       "sandbox's\n"
 	       "                       reclaim knob is handed to it (default warren-snapshotd)\n"
@@ -76,7 +77,7 @@ usage(void)
 	       "                       (default: warren-agent goes first, serves E2B's envd API\n"
 	       "                       on port " AGENT_PROTO_ENVD_PORT_S
 	       " and starts the program; --gvisor-agent)\n"
-	       "  --log-size BYTES     each gVisor sandbox's console log ring (warrenctl logs;\n"
+	       "  --log-size BYTES     each sandbox's console log ring (warrenctl logs;\n"
 	       "                       default 262144, at most 16777216)\n" ISOLATION_HELP
 		       OCI_LIMITS_HELP DAEMON_COMMON_HELP);
 }

@@ -1,5 +1,5 @@
 /* Who owns a sandbox, for its console logs and more. OpenLogs(options) (sandbox-dbus.c) answers
- * an fd: netnsd's spawner keeps each gVisor sandbox's console (its program's stdout and
+ * an fd: netnsd's spawner keeps each sandbox's console (its program's stdout and
  * stderr) in a bounded ring and hands out a sealed memfd of it, or with follow a pipe fed as
  * output comes (netnsd/spawner/log-ring.c). Only the sandbox's owner (the uid that called
  * CreateSandbox, ForkTag or BranchSandbox) and root may read them: the D-Bus policy lets every

@@ -1,7 +1,7 @@
 /* A sandbox's console log (its program's stdout and stderr, as the spawner drains them from the
- * container's stdio pipe): a ring of bounded size in the spawner's memory, read whole as a
- * sealed memfd or followed through a pipe, saved into a checkpoint image and loaded again by
- * the restores of that image. Runs in netnsd's spawner. */
+ * container's stdio FIFO or a microVM's serial port): a ring of bounded size in the spawner's
+ * memory, read whole as a sealed memfd or followed through a pipe, saved into a checkpoint
+ * image and loaded again by the restores of that image. Runs in netnsd's spawner. */
 #pragma once
 #include <event2/event.h>
 #include <stdbool.h>

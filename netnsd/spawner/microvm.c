@@ -336,7 +336,12 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 	}
 	incoming[0] = state_fd;
 	incoming[1] = s->image_fd >= 0 ? ram_fd : -1;
-	snprintf(console, sizeof console, "%s/console.log", s->bundle);
+	/* The guest's serial port goes into the sandbox's console FIFO, which the VMM inherits
+	 * read-write: it then holds a reader itself, so its writes never meet EPIPE while no
+	 * spawner drains the FIFO (a restart), they wait for the next one. QEMU opens it again
+	 * by its /proc name as root, before -runas; Firecracker writes the port to stdout. */
+	bool console_named = s->console_fd >= 0 && !driver->serial_stdout;
+	snprintf(console, sizeof console, "/proc/self/fd/%d", s->console_fd);
 	char **argv = NULL;
 	bool tap = driver->needs_tap || c->tap;
 	struct vmm_launch l = {.binary = vmm_binary(c),
@@ -350,7 +355,7 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 			       .port = s->port,
 			       .bundle = s->bundle,
 			       .vmm_dir = dir,
-			       .console = c->console ? console : NULL,
+			       .console = console_named ? console : NULL,
 			       .user = c->vm_user,
 			       .tap = tap,
 			       .incoming_fd = state_fd};
@@ -392,10 +397,15 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 			_exit(122);
 		int null = open("/dev/null", O_RDWR);
 		dup2(null, 0);
-		dup2(logfd >= 0 ? logfd : null, 1);
+		int out = logfd >= 0 ? logfd : null;
+		if (s->console_fd >= 0 && driver->serial_stdout)
+			out = s->console_fd; /* Firecracker's serial port */
+		dup2(out, 1);
 		dup2(logfd >= 0 ? logfd : null, 2);
-		/* the VMM inherits stdio and the image fds it is told about, nothing else */
+		/* the VMM inherits stdio and the fds it is told about, nothing else */
 		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+		if (console_named)
+			fcntl(s->console_fd, F_SETFD, 0); /* "file:/proc/self/fd/<n>" */
 		if (state_fd >= 0)
 			fcntl(state_fd, F_SETFD, 0); /* inherited at its number: "fd:<n>" */
 		if (ram_fd >= 0)

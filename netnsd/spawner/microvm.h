@@ -22,7 +22,8 @@ struct microvm_config {
 				  * needs it as an ELF vmlinux: warren-vm-image --vmlinux) */
 	bool tap;		 /* qemu: network through a tap in the slot, as Firecracker's */
 	const char *vm_user;	 /* the VMM drops to this user once its files are open */
-	bool console;		 /* guest serial console to <bundle>/console.log (slower boots) */
+	bool console; /* the guest kernel's messages on its serial port too (console=ttyS0),
+		       * so into the sandbox's console log: for debugging (slower boots) */
 };
 
 struct microvm_start {
@@ -43,6 +44,9 @@ struct microvm_start {
 	uint32_t pids_max, cpu_millis;
 	int nsfd;
 	int image_fd; /* restore: the image directory (state + ram); -1 for a cold boot */
+	/* the sandbox's console FIFO, read-write: the guest's serial port (its program's
+	 * stdout and stderr, as the agent wires them) goes there; -1: nowhere */
+	int console_fd;
 };
 
 /* Select the driver (c->vmm); -EINVAL for an unknown name. */

@@ -6,7 +6,9 @@
  * as they come into <bundle>/runsc.log, at most 256 KiB a second (the rest is counted and the
  * file ends with the last bytes), rotated once to runsc.log.1 at 1 MiB: a guest that writes
  * without end fills neither the disk nor the spawner. The last bytes stay in memory as the
- * reason a start or checkpoint failed.
+ * reason a start or checkpoint failed. A microVM's serial port (where the agent puts its
+ * program's stdout and stderr) goes through the same kind of FIFO into <bundle>/console.log
+ * and the same ring, so `warrenctl logs` reads either backend.
  * Image directories come from the supervisor through netnsd as it sent them: the spawner, which
  * writes there as root, proves each is snapshotd's (image-proof.c) before runsc or the VMM sees
  * it, uses only its own fd of it afterwards, and hands the files it wrote to snapshotd's uid.
@@ -58,7 +60,7 @@
 
 struct console {
 	int rfd, wfd; /* the pipe; the write end is kept for later runsc commands (checkpoint) */
-	int file;     /* <bundle>/runsc.log */
+	int file;     /* <bundle>/runsc.log, or a microVM's console.log (console_file) */
 	off_t size;
 	struct event *ev, *timer;
 	uint64_t window_start; /* usec, CLOCK_MONOTONIC */
@@ -85,7 +87,7 @@ struct sb {
 	bool destroying;    /* a destroy is under way: an exec ending now was interrupted by it */
 	bool vm;	    /* microVM backend: pid is the VMM's */
 	uint64_t memory_limit;
-	struct console *console; /* gVisor only */
+	struct console *console; /* runsc's stdio, or a microVM's serial port */
 	struct sb *next;
 };
 
@@ -162,18 +164,27 @@ console_keep_tail(struct console *c, const char *buf, size_t n)
 	c->tail_len += n;
 }
 
-/* Append to runsc.log; at the cap it becomes runsc.log.1 (replacing the older one) and a new
- * runsc.log starts, so a sandbox holds at most two caps on disk. */
-static void
-console_write_file(struct console *c, const char *bundle, const char *buf, size_t n)
+/* The console's file in the bundle: runsc's own messages share a gVisor sandbox's (vmm.log
+ * is a microVM's VMM's). */
+static const char *
+console_file(const struct sb *sb)
 {
+	return sb->vm ? "console.log" : "runsc.log";
+}
+
+/* Append to the file; at the cap it becomes <file>.1 (replacing the older one) and a new one
+ * starts, so a sandbox holds at most two caps on disk. */
+static void
+console_write_file(const struct sb *sb, const char *buf, size_t n)
+{
+	struct console *c = sb->console;
 	log_ring_take(c->ring, buf, n);
 	if (c->file < 0)
 		return;
 	if (c->size + (off_t)n > CONSOLE_FILE_MAX) {
 		char cur[400], old[400];
-		snprintf(cur, sizeof cur, "%s/runsc.log", bundle);
-		snprintf(old, sizeof old, "%s/runsc.log.1", bundle);
+		snprintf(cur, sizeof cur, "%s/%s", sb->bundle, console_file(sb));
+		snprintf(old, sizeof old, "%s/%s.1", sb->bundle, console_file(sb));
 		safe_close(c->file);
 		c->file = -1;
 		if (rename(cur, old) < 0)
@@ -203,7 +214,7 @@ console_take(struct sb *sb, const char *buf, size_t n)
 	size_t room = c->window_bytes < CONSOLE_RATE ? CONSOLE_RATE - c->window_bytes : 0;
 	size_t w = n < room ? n : room;
 	if (w)
-		console_write_file(c, sb->bundle, buf, w);
+		console_write_file(sb, buf, w);
 	c->window_bytes += w;
 	if (w < n) {
 		if (!c->dropped) {
@@ -244,8 +255,8 @@ console_flush(evutil_socket_t fd, short what, void *arg)
 	int k = snprintf(note, sizeof note,
 			 "\n[warren: %llu bytes of output not kept; the last %zu:]\n",
 			 (unsigned long long)c->dropped, c->tail_len);
-	console_write_file(c, sb->bundle, note, (size_t)k);
-	console_write_file(c, sb->bundle, c->tail, c->tail_len);
+	console_write_file(sb, note, (size_t)k);
+	console_write_file(sb, c->tail, c->tail_len);
 	c->dropped = 0;
 	c->window_start = mono_usec();
 	c->window_bytes = 0;
@@ -305,7 +316,7 @@ console_new(struct sb *sb, bool adopted)
 	/* only the read end: runsc and the guest write to a blocking pipe; room for bursts while
 	 * the spawner is busy elsewhere */
 	fcntl(c->rfd, F_SETPIPE_SZ, 256 << 10);
-	snprintf(path, sizeof path, "%s/runsc.log", sb->bundle);
+	snprintf(path, sizeof path, "%s/%s", sb->bundle, console_file(sb));
 	c->file = open(path,
 		       O_WRONLY | O_CREAT | (adopted ? O_APPEND : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC,
 		       0600);
@@ -615,7 +626,7 @@ vm_kill(struct sb *sb)
 static void
 log_tail(const struct sb *sb, char *buf, size_t size)
 {
-	if (sb->console) {
+	if (sb->console && !sb->vm) {
 		/* what runsc said last may still be in the pipe */
 		console_read((struct sb *)sb, 65536);
 		const struct console *c = sb->console;
@@ -686,7 +697,8 @@ destroy_if_waiting(struct sb *sb)
 static void spawner_maybe_done(void);
 
 /* The console log travels with a checkpoint image: its restores (the parent's, a fork's
- * children) start with it. A log that cannot be written is left out, never the image. */
+ * children) start with it (console_log_load). A log that cannot be written is left out,
+ * never the image. */
 static void
 console_log_save(struct sb *sb, const struct image_proof *img)
 {
@@ -698,6 +710,18 @@ console_log_save(struct sb *sb, const struct image_proof *img)
 		log_warning_errno(r, "Sandbox %s: console log not kept in the image: %m", sb->id);
 		unlinkat(img->fd, LOG_RING_IMAGE_FILE, 0);
 	}
+}
+
+/* A restore's ring starts with its image's log (image_fd is proven snapshotd's:
+ * handle_restore) and a line saying where the restore took over. */
+static void
+console_log_load(struct sb *sb, int image_fd)
+{
+	int r = log_ring_load(sb->console->ring, image_fd, LOG_RING_IMAGE_FILE);
+	if (r < 0)
+		log_warning_errno(r, "Sandbox %s: the image's console log: %m", sb->id);
+	static const char note[] = "[warren: restored from a snapshot]\n";
+	log_ring_take(sb->console->ring, note, sizeof note - 1);
 }
 
 static void
@@ -788,11 +812,11 @@ cmd_done(struct cmd *c, int status)
 		/* what runsc or the snapshot wrote, root's, becomes snapshotd's to seal */
 		if (ok && !sb->vm)
 			ok = image_proof_seal(&c->image, IMAGE_LAYOUT_GVISOR_CHECKPOINT) == 0;
-		if (ok && !sb->vm && sb->console)
-			console_log_save(sb, &c->image);
 		if (ok && sb->vm)
 			ok = image_proof_seal(&c->image, IMAGE_LAYOUT_VM_STATE) == 0 &&
 			     image_proof_seal(&c->image, IMAGE_LAYOUT_VM_RAM) == 0;
+		if (ok && sb->console)
+			console_log_save(sb, &c->image);
 		if (ok) {
 			Warren__V1__CheckpointSandboxResponse cr =
 				WARREN__V1__CHECKPOINT_SANDBOX_RESPONSE__INIT;
@@ -913,10 +937,14 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 	}
 	bool has_disk = access(disk, R_OK) == 0;
 	r = mkdir_p(sb->bundle, 0700);
+	if (r == 0)
+		r = console_new(sb, false);
 	if (r < 0) {
 		sb_forget(sb);
 		return r;
 	}
+	if (image_fd >= 0)
+		console_log_load(sb, image_fd);
 	/* the template's bounds, the host's caps above them: the VMM's cgroup as runsc's */
 	struct oci_limits lim = oci_limits_effective(cfg->limits, q->pids_limit, q->cpu_millis);
 	struct microvm_start ms = {.id = sb->id,
@@ -936,7 +964,8 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 				   .pids_max = lim.pids_max,
 				   .cpu_millis = lim.cpu_millis,
 				   .nsfd = sb->nsfd,
-				   .image_fd = image_fd};
+				   .image_fd = image_fd,
+				   .console_fd = sb->console->wfd};
 	int incoming[2]; /* fd numbers in the VMM, for the forked finishing step */
 	pid_t pid = microvm_launch(cfg->vm, &ms, incoming);
 	if (pid < 0) {
@@ -1085,14 +1114,8 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 		sb_forget(sb);
 		return r;
 	}
-	if (image_fd >= 0) {
-		/* the image's console log first (image_fd is proven snapshotd's: handle_restore) */
-		r = log_ring_load(sb->console->ring, image_fd, LOG_RING_IMAGE_FILE);
-		if (r < 0)
-			log_warning_errno(r, "Sandbox %s: the image's console log: %m", sb->id);
-		static const char note[] = "[warren: restored from a snapshot]\n";
-		log_ring_take(sb->console->ring, note, sizeof note - 1);
-	}
+	if (image_fd >= 0)
+		console_log_load(sb, image_fd);
 	char pidfile[400];
 	snprintf(pidfile, sizeof pidfile, "%s/pid", sb->bundle);
 	int logfd = fcntl(sb->console->wfd, F_DUPFD_CLOEXEC, 3);
@@ -1449,8 +1472,7 @@ handle_exec(struct ipc_call *call, void *ud)
 }
 
 /* A sandbox's console log for its owner (the supervisor checked who asks): a sealed memfd of
- * the ring, or with follow a pipe fed as output comes. gVisor only: a microVM's console goes
- * to its serial port, kept only with netnsd --vm-console. */
+ * the ring, or with follow a pipe fed as output comes. */
 static int
 handle_open_logs(struct ipc_call *call, void *ud)
 {
@@ -1460,8 +1482,10 @@ handle_open_logs(struct ipc_call *call, void *ud)
 	struct log_ring *ring = sb ? NULL : log_ring_kept(q->id);
 	if (!sb && !ring)
 		return -ENOENT;
-	if (sb && (sb->vm || !sb->console))
-		return ipc_call_error(call, -EOPNOTSUPP, "microVM sandboxes keep no console log");
+	if (sb && !sb->console)
+		return ipc_call_error(call, -EOPNOTSUPP,
+				      "this sandbox's console could not be opened again after a "
+				      "restart: its output is not kept");
 	if (sb) {
 		console_read(sb, 1 << 20); /* what the guest wrote just before is in it */
 		ring = sb->console->ring;
@@ -1586,7 +1610,7 @@ adopt_all(void)
 		}
 		sb->next = sandboxes;
 		sandboxes = sb;
-		int r = sb->vm ? 0 : console_new(sb, true);
+		int r = console_new(sb, true);
 		if (r < 0)
 			log_warning_errno(
 				r,

@@ -30,7 +30,7 @@ struct spawner_config {
 	const struct adoption *adopt;
 	int lock_fd;
 	unsigned pool_size;
-	size_t log_ring_size; /* each gVisor sandbox's console log ring (log-ring.h); 0: default */
+	size_t log_ring_size; /* each sandbox's console log ring (log-ring.h); 0: default */
 	/* gVisor sandboxes start warren-agent first (the envd API); off by default until templates
 	 * with a Debian tree start with it (docs/E2B.md) */
 	bool gvisor_agent;

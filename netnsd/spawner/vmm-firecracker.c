@@ -304,6 +304,7 @@ const struct vmm_driver vmm_firecracker = {
 	.agent_vsock = true,
 	.own_ram = true,
 	.drops_itself = false,
+	.serial_stdout = true,
 	/* no ACPI power-off or PCI on older Firecracker: the agent ends the VM with a reboot,
 	 * which Firecracker (reboot=k: the keyboard controller) turns into its exit */
 	.boot_args = "reboot=k pci=off warren.halt=reboot",

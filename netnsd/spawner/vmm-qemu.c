@@ -309,6 +309,7 @@ const struct vmm_driver vmm_qemu = {
 	.agent_vsock = false,
 	.own_ram = false,
 	.drops_itself = true,
+	.serial_stdout = false,
 	.boot_args = "",
 	.argv = qemu_argv,
 	.restore = qemu_restore,

@@ -24,7 +24,8 @@ struct vmm_launch {
 	unsigned port;	     /* the guest's port, forwarded from the slot's address */
 	const char *bundle;  /* per-VM directory (root's) */
 	const char *vmm_dir; /* the VMM's own directory in it: its sockets, files it writes */
-	const char *console; /* console log file, or NULL for none */
+	const char *console; /* where the guest's serial port goes: a path the VMM opens
+			      * (/proc/self/fd/N of an inherited fd), or NULL: nowhere */
 	const char *user;    /* the VMM drops to this user once its files are open (qemu) */
 	bool tap;	     /* network through VMM_TAP_NAME instead of a user-mode network */
 	int incoming_fd;     /* restore: the device state to read (inherited), or -1 */
@@ -38,12 +39,14 @@ struct vmm_restore {
 
 struct vmm_driver {
 	const char *name;
-	bool needs_tap;	   /* no user-mode network: the core makes a tap in the slot */
-	bool agent_vsock;  /* the agent is reached over vsock (a Unix socket + "CONNECT port") */
-	bool own_ram;	   /* cold boots use the VMM's own memory, so the VMM writes guest
-			    * memory into snapshots itself (mem_path below) */
-	bool drops_itself; /* the VMM drops to l->user itself (qemu -runas); else the launcher
-			    * does before exec, and the VMM's files must be readable by that user */
+	bool needs_tap;	    /* no user-mode network: the core makes a tap in the slot */
+	bool agent_vsock;   /* the agent is reached over vsock (a Unix socket + "CONNECT port") */
+	bool own_ram;	    /* cold boots use the VMM's own memory, so the VMM writes guest
+			     * memory into snapshots itself (mem_path below) */
+	bool drops_itself;  /* the VMM drops to l->user itself (qemu -runas); else the launcher
+			     * does before exec, and the VMM's files must be readable by that user */
+	bool serial_stdout; /* the guest's serial port is the VMM's stdout (firecracker), not
+			     * l->console */
 	const char *boot_args; /* what this VMM's guests need on their command line */
 	/* Fill argv (NULL-terminated, strings allocated) for exec; may write files into
 	 * l->vmm_dir first (a config file). */

@@ -8,7 +8,8 @@
 # own identity and the time by the agent (within 2 s, where an unset clock would lag by 10 s);
 # a restored child branched with write tracking (some pages, far fewer than the VM has);
 # freeze/thaw; the program's end fails the sandbox, also an end before the agent serves; a
-# template's user runs the program (warren.user=);
+# template's user runs the program (warren.user=); the program's stdout and stderr are the
+# sandbox's console log, which a snapshot carries into its children;
 # nothing (VMM, RAM file, cgroup) is left after Destroy.
 # a fresh store measures its disk; under load it may fall below the 500 MB/s threshold and
 # compress the image (ram.zst): pinned off so the checks below see the plain files
@@ -69,6 +70,26 @@ set -e
 expect "exec returns the exit status ($rc) and stderr ($err)" test "$rc" = 3 -a "$err" = err
 warrenctl exec "$id" -- /bin/busybox sh -c 'echo parent-state > /tmp/marker' || fail "exec"
 
+# The program's stdout and stderr are the guest's serial port, kept as the sandbox's console
+# log: a line written on each of httpd's own fds 1 and 2 (from inside, as root) is read back
+# raw (no carriage return added by the tty), and `logs -f` follows what comes later
+prog_fd_write() { # SANDBOX FD TEXT: TEXT onto the template program's fd FD
+	warrenctl exec "$1" -- /bin/busybox sh -c 'for p in /proc/[0-9]*; do [ "$(tr "\0" " " <$p/cmdline)" = "/bin/busybox httpd -f -p 8080 -h /www " ] && echo "'"$3"'" >$p/fd/'"$2"'; done; true'
+}
+prog_fd_write "$id" 1 vm-said-out
+prog_fd_write "$id" 2 vm-said-err
+expect "the program's stdout is in the microVM's log" wait_for 10 sh -c "warrenctl logs $id | grep -qx vm-said-out"
+expect "and its stderr" sh -c "warrenctl logs $id | grep -qx vm-said-err"
+expect "raw: no carriage returns" sh -c "! warrenctl logs $id | grep -q \$'\r'"
+warrenctl logs -f "$id" >"$T/vm-follow" &
+follower=$!
+expect "logs -f shows what was there" wait_for 10 grep -qx vm-said-out "$T/vm-follow"
+prog_fd_write "$id" 1 vm-said-later
+expect "logs -f follows a line written later" wait_for 10 grep -qx vm-said-later "$T/vm-follow"
+kill "$follower"; wait "$follower" 2>/dev/null || true
+out=$(setpriv --reuid=warren --regid=warren --init-groups warrenctl logs "$id" 2>&1 || true)
+expect "another member of group warren may not read it ($out)" grep -q "creator" <<<"$out"
+
 out=$(call "/org/warren/Warren1/sandbox/$id" org.warren.Warren1.Sandbox Snapshot s vm1)
 log "Snapshot: $out"
 expect "the image holds device state and RAM" test -s "$T/images/vm1/state" -a -s "$T/images/vm1/ram"
@@ -77,6 +98,8 @@ expect "the parent resumed in place (same VMM)" kill -0 "$pid"
 expect "the cold parent's RAM file was copied whole" grep -q "snapshot of $id: .*whole RAM copied" "$T/netnsd/bundles/$id/vmm.log"
 expect "the parent is running" test "$(sbprop "$id" State)" = running
 expect "the parent answers" sh -c "curl -fsS --max-time 10 $(sb_url "$id") | grep -q Warren"
+expect "the image carries the console log" test -s "$T/images/vm1/console.log"
+expect "the parent's log goes on after the snapshot" sh -c "warrenctl logs $id | grep -qx vm-said-later"
 
 # The guest clock stands still from the snapshot to the restore: wait before forking, so a child
 # whose clock was not set after its restore lags the host by at least this much
@@ -94,6 +117,10 @@ for c in $ids; do
 	h1=$(date +%s)
 	# within 2 s of the host, either side: a clock not set would be $LAG s or more behind
 	expect "child $c was told the time (guest $t, host $h0..$h1)" test "$t" -ge $((h0 - 2)) -a "$t" -le $((h1 + 2))
+	expect "child $c's log starts with the parent's" sh -c "warrenctl logs $c | grep -qx vm-said-out"
+	prog_fd_write "$c" 1 "child-$c-said"
+	expect "and goes on with its own output after the restore" wait_for 10 sh -c \
+		"warrenctl logs $c | sed -n '/restored from a snapshot/,\$p' | grep -qx child-$c-said"
 done
 cpid=$(pgrep -f "^/usr/bin/qemu-system-x86_64.*$T/netnsd/bundles/$(echo "$ids" | head -1)" | head -1)
 expect "children map the image's RAM file, not a copy" grep -q "$T/images/vm1/ram" /proc/$cpid/maps
@@ -166,6 +193,13 @@ out=$(busctl --system --timeout=90 call org.warren.Warren1 /org/warren/Warren1 \
 	start_timeout_ms u 60000 2>&1 || true)
 expect "a program that cannot start fails its VM's create with the VM's end ($out)" \
 	grep -q "powered off" <<<"$out"
+# without wait the failed sandbox stays, and its console log says why the program never ran
+out=$(mgr CreateSandbox sa{sv} nosuch 2 backend s microvm start_timeout_ms u 60000)
+x=$(echo "$out" | awk '{print $2}' | tr -d '"')
+expect "a create without wait of it fails too" wait_for 60 has_state "$x" failed
+expect "its console log says why ($(warrenctl logs "$x" 2>&1 | tail -1))" sh -c \
+	"warrenctl logs $x | grep -q 'cannot start /bin/nosuch: No such file'"
+warrenctl destroy "$x"
 # A template's user (AddTemplate's `user`) reaches the guest's command line as warren.user=,
 # and the agent starts the program with those ids
 mgr AddTemplate ssasqta{sv} -- webuser /var/lib/warren/templates/web/rootfs 7 /bin/busybox httpd \
