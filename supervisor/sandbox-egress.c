@@ -120,7 +120,7 @@ sandbox_egress_tag_record(const char *tag, const char *policy)
 	if (r < 0)
 		log_warning_errno(r,
 				  "Tag %s: cannot record its egress policy (%m): its children "
-				  "get their template's",
+				  "start with egress off",
 				  tag);
 }
 

@@ -31,7 +31,8 @@ const char *sandbox_egress_of_template(const struct template *t);
 bool sandbox_egress_for_create(sd_bus_message *m, const struct template *t, char *out, size_t size);
 /* A tag's policy, its sandbox's when the image was sealed (<state-dir>/egress-tags/<tag>): a
  * fork or branch child starts with it, never with its template's default, which may be more
- * open than what its parent was set to. _of_tag: false when the tag has no (valid) record. */
+ * open than what its parent was set to. _of_tag: false when the tag has no (valid) record
+ * (the child then starts with "off": sandbox.c). */
 void sandbox_egress_tag_record(const char *tag, const char *policy);
 bool sandbox_egress_of_tag(const char *tag, char *out, size_t size);
 void sandbox_egress_tag_remove(const char *tag);

@@ -648,9 +648,17 @@ create_common(struct supervisor *s, sd_bus_message *m, struct template *t, const
 	Warren__V1__ClaimSlotRequest q = WARREN__V1__CLAIM_SLOT_REQUEST__INIT;
 	q.timeout_ms = pool_timeout_ms ? pool_timeout_ms : DEFAULT_POOL_TIMEOUT_MS;
 	/* a fork child's (job) is its tag's; else the create's, else the template's; allow_outbound
-	 * for a netnsd that knows only that (an allow-list is then "off" there: never more open) */
-	if (!job || !sandbox_egress_of_tag(tag, sb->egress, sizeof sb->egress))
+	 * for a netnsd that knows only that (an allow-list is then "off" there: never more open).
+	 * A tag without a record (lost, or from before records) gives "off", never the template's:
+	 * that could be more open than the parent was. */
+	if (!job)
 		sandbox_egress_for_create(m, t, sb->egress, sizeof sb->egress);
+	else if (!sandbox_egress_of_tag(tag, sb->egress, sizeof sb->egress)) {
+		snprintf(sb->egress, sizeof sb->egress, "off");
+		log_warning("Sandbox %s: tag %s has no egress record: the fork child starts with "
+			    "egress off (SetEgress opens it)",
+			    sb->id, tag);
+	}
 	sandbox_egress_record(sb);
 	q.egress = sb->egress;
 	q.allow_outbound = !strcmp(sb->egress, "on");

@@ -141,7 +141,15 @@ expect "the fork child runs" wait_for 60 has_state "$kid" running
 expect "the fork child's Egress is its parent's ($(sbprop "$kid" Egress))" \
 	test "$(sbprop "$kid" Egress)" = off
 blocked "$kid" $WORLD:80 "a fork child of an off sandbox, of a template that is on"
-warrenctl destroy "$kid" "$fp" >/dev/null
+# a tag whose record is gone: its children start off, never with the (wider) template's policy
+rm "$T/state/egress-tags/egoff$K"
+kid2=$(warrenctl fork "egoff$K" 1)
+[[ $kid2 =~ ^[0-9a-f]{12}$ ]] || fail "warrenctl fork gave no child: $kid2"
+expect "a fork child of a tag without a record runs" wait_for 60 has_state "$kid2" running
+expect "its Egress is off, not its template's on ($(sbprop "$kid2" Egress))" \
+	test "$(sbprop "$kid2" Egress)" = off
+blocked "$kid2" $WORLD:80 "a fork child of a tag without an egress record"
+warrenctl destroy "$kid" "$kid2" "$fp" >/dev/null
 mgr RemoveTag s "egoff$K" >/dev/null
 expect "RemoveTag takes the tag's record away" test ! -e "$T/state/egress-tags/egoff$K"
 
