@@ -249,13 +249,22 @@ start_program(char **argv, char **env, int out_fd, int err_fd)
 	pid_t pid = fork();
 	if (pid != 0)
 		return pid;
+	/* the template's program: what goes wrong before it runs is said in the sandbox's
+	 * console log (err_fd) as well as on the kernel's console */
 	if (applying_app_identity) {
-		if (app_cwd && chdir(app_cwd) < 0)
+		if (app_cwd && chdir(app_cwd) < 0) {
 			say("cannot enter %s: %s\n", app_cwd, strerror(errno));
+			if (err_fd >= 0)
+				dprintf(err_fd, "warren-agent: cannot enter %s: %s\n", app_cwd,
+					strerror(errno));
+		}
 		int r = app_user_set ? become_app_user(app_uid, app_gid) : 0;
 		if (r < 0) {
 			say("cannot become %u:%u: %s\n", (unsigned)app_uid, (unsigned)app_gid,
 			    strerror(-r));
+			if (err_fd >= 0)
+				dprintf(err_fd, "warren-agent: cannot become %u:%u: %s\n",
+					(unsigned)app_uid, (unsigned)app_gid, strerror(-r));
 			_exit(126);
 		}
 	}

@@ -254,7 +254,8 @@ open_logs_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	} else {
 		if (r == -EOPNOTSUPP || (resp && resp->error == -EOPNOTSUPP))
 			operation_error(&c->op, ERR("NotSupported"),
-					"Sandbox %s runs in a microVM, whose console is not kept",
+					"Sandbox %s: its console could not be opened again after "
+					"netnsd restarted, so its output is not kept",
 					c->id);
 		else
 			operation_error(&c->op, ERR("LogsUnavailable"), "Logs of sandbox %s: %s",

@@ -342,6 +342,21 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 	 * by its /proc name as root, before -runas; Firecracker writes the port to stdout. */
 	bool console_named = s->console_fd >= 0 && !driver->serial_stdout;
 	snprintf(console, sizeof console, "/proc/self/fd/%d", s->console_fd);
+	/* a VMM whose stdout is the serial port logs into its own file: made here, new (the
+	 * directory is the VM user's: never a name it placed), the VM user's to write */
+	char own_log[440];
+	snprintf(own_log, sizeof own_log, "%s/vmm-own.log", dir);
+	bool has_own_log = false;
+	if (s->console_fd >= 0 && driver->serial_stdout) {
+		int fd = open(own_log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		has_own_log = fd >= 0 && (!pw || fchown(fd, pw->pw_uid, pw->pw_gid) == 0);
+		if (fd >= 0)
+			close(fd);
+		if (!has_own_log)
+			log_warning_errno(-errno,
+					  "%s: %m (the VMM's own messages join the console)",
+					  own_log);
+	}
 	char **argv = NULL;
 	bool tap = driver->needs_tap || c->tap;
 	struct vmm_launch l = {.binary = vmm_binary(c),
@@ -356,6 +371,7 @@ microvm_launch(const struct microvm_config *c, const struct microvm_start *s, in
 			       .bundle = s->bundle,
 			       .vmm_dir = dir,
 			       .console = console_named ? console : NULL,
+			       .own_log = has_own_log ? own_log : NULL,
 			       .user = c->vm_user,
 			       .tap = tap,
 			       .incoming_fd = state_fd};

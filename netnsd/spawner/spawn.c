@@ -55,6 +55,10 @@
 #define CONSOLE_FILE_MAX (1 << 20) /* runsc.log rotates to runsc.log.1 at this size */
 #define CONSOLE_RATE (256 << 10)   /* bytes per second written to the file; beyond, counted */
 #define CONSOLE_TAIL 1024	   /* kept in memory for failure reasons */
+/* A microVM's serial port reaches the FIFO a byte per write (the VMMs' UART emulation): its
+ * console is read at most this often, so a guest writing without end cannot wake the spawner
+ * for every byte. Meanwhile the FIFO holds what comes; when it is full the guest's UART waits. */
+#define CONSOLE_VM_BATCH_MS 20
 /* per stream of an exec, in the spawner's memory */
 #define EXEC_OUTPUT_MAX MICROVM_EXEC_OUTPUT_MAX
 
@@ -63,6 +67,7 @@ struct console {
 	int file;     /* <bundle>/runsc.log, or a microVM's console.log (console_file) */
 	off_t size;
 	struct event *ev, *timer;
+	struct event *resume;  /* a microVM's: reading starts again (CONSOLE_VM_BATCH_MS) */
 	uint64_t window_start; /* usec, CLOCK_MONOTONIC */
 	size_t window_bytes;   /* written to the file in this second */
 	uint64_t dropped;      /* not written in this second */
@@ -267,7 +272,20 @@ console_flush(evutil_socket_t fd, short what, void *arg)
 static void
 console_readable(evutil_socket_t fd, short what, void *arg)
 {
-	console_read(arg, 1 << 20);
+	struct sb *sb = arg;
+	console_read(sb, 1 << 20);
+	if (sb->console->resume) {
+		event_del(sb->console->ev);
+		struct timeval tv = {0, CONSOLE_VM_BATCH_MS * 1000};
+		evtimer_add(sb->console->resume, &tv);
+	}
+}
+
+static void
+console_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct sb *sb = arg;
+	event_add(sb->console->ev, NULL);
 }
 
 static void
@@ -279,6 +297,8 @@ console_free(struct console *c)
 		event_free(c->ev);
 	if (c->timer)
 		event_free(c->timer);
+	if (c->resume)
+		event_free(c->resume);
 	safe_close(c->rfd);
 	safe_close(c->wfd);
 	safe_close(c->file);
@@ -324,8 +344,9 @@ console_new(struct sb *sb, bool adopted)
 		c->size = lseek(c->file, 0, SEEK_END);
 	c->ev = event_new(base, c->rfd, EV_READ | EV_PERSIST, console_readable, sb);
 	c->timer = evtimer_new(base, console_flush, sb);
+	c->resume = sb->vm ? evtimer_new(base, console_resume, sb) : NULL;
 	c->ring = log_ring_new(base, cfg->log_ring_size);
-	if (c->file < 0 || !c->ev || !c->timer || !c->ring) {
+	if (c->file < 0 || !c->ev || !c->timer || !c->ring || (sb->vm && !c->resume)) {
 		int r = c->file < 0 ? -errno : -ENOMEM;
 		console_free(c);
 		return r;

@@ -118,6 +118,11 @@ fc_argv(const struct vmm_launch *l, char ***out)
 		a[n++] = strdup("--config-file");
 		a[n++] = strdup(config);
 	}
+	/* its logger writes to stdout unless told otherwise: stdout is the guest's serial port */
+	if (l->own_log) {
+		a[n++] = strdup("--log-path");
+		a[n++] = strdup(l->own_log);
+	}
 	a[n] = NULL;
 	*out = a;
 	return 0;

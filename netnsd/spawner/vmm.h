@@ -26,6 +26,8 @@ struct vmm_launch {
 	const char *vmm_dir; /* the VMM's own directory in it: its sockets, files it writes */
 	const char *console; /* where the guest's serial port goes: a path the VMM opens
 			      * (/proc/self/fd/N of an inherited fd), or NULL: nowhere */
+	const char *own_log; /* serial_stdout: a file (made, the VMM's) for the VMM's own log
+			      * lines, which must not join the guest's output; or NULL */
 	const char *user;    /* the VMM drops to this user once its files are open (qemu) */
 	bool tap;	     /* network through VMM_TAP_NAME instead of a user-mode network */
 	int incoming_fd;     /* restore: the device state to read (inherited), or -1 */

@@ -538,6 +538,17 @@ test_config_file(void **state)
 	assert_string_equal(argv[4], config);
 	assert_null(argv[5]);
 	free_argv(argv);
+	/* its stdout is the guest's serial port: its own log goes to a file of its own */
+	char own[128];
+	snprintf(own, sizeof own, "%s/vmm-own.log", s->dir);
+	l.own_log = own;
+	unlink(config);
+	assert_int_equal(vmm_firecracker.argv(&l, &argv), 0);
+	assert_string_equal(argv[5], "--log-path");
+	assert_string_equal(argv[6], own);
+	assert_null(argv[7]);
+	free_argv(argv);
+	l.own_log = NULL;
 
 	char text[4096] = "";
 	FILE *f = fopen(config, "r");
