@@ -135,8 +135,10 @@ image_header_parse(const char *buf, size_t len, struct image_header *h, char *wh
 		uint64_t x;
 		switch (k) {
 		case K_FORMAT:
-			if (!parse_u64(v, vn, 10, &x) || x != IMAGE_HEADER_FORMAT)
+			if (!parse_u64(v, vn, 10, &x) ||
+			    (x != IMAGE_HEADER_FORMAT && x != IMAGE_HEADER_FORMAT_FNV))
 				return bad(why, whylen, "unknown format");
+			h->format = (unsigned)x;
 			break;
 		case K_CREATED:
 			if (!parse_u64(v, vn, 10, &h->created_usec))

@@ -8,7 +8,9 @@
 #include "names.h"
 
 #define IMAGE_HEADER_NAME "warren-image"
-#define IMAGE_HEADER_FORMAT 1
+/* 2: each file's checksum is XXH3-64 (xxhash); 1 (read, never written): FNV-1a 64 */
+#define IMAGE_HEADER_FORMAT 2
+#define IMAGE_HEADER_FORMAT_FNV 1
 #define IMAGE_HEADER_MAX_BYTES 16384 /* a header lists a few files: anything bigger is not one */
 #define IMAGE_MAX_FILES 64
 #define IMAGE_FILE_NAME_MAX 64
@@ -19,6 +21,7 @@ struct image_file {
 };
 
 struct image_header {
+	unsigned format; /* IMAGE_HEADER_FORMAT, or _FNV for an image of an earlier version */
 	uint64_t created_usec;
 	char parent[SANDBOX_ID_LEN + 1]; /* "" or a sandbox id */
 	char template_name[33];		 /* "" or a template name */

@@ -135,20 +135,22 @@ warrenctl destroy "$off" "$id" >/dev/null
 fp=$(create_egress egout off)
 call "/org/warren/Warren1/sandbox/$fp" org.warren.Warren1.Sandbox Snapshot s "egoff$K" >/dev/null
 expect "the tag records its sandbox's policy" grep -qx off "$T/state/egress-tags/egoff$K"
-kid=$(warrenctl fork "egoff$K" 1)
-[[ $kid =~ ^[0-9a-f]{12}$ ]] || fail "warrenctl fork gave no child: $kid"
-expect "the fork child runs" wait_for 60 has_state "$kid" running
-expect "the fork child's Egress is its parent's ($(sbprop "$kid" Egress))" \
-	test "$(sbprop "$kid" Egress)" = off
-blocked "$kid" $WORLD:80 "a fork child of an off sandbox, of a template that is on"
+# fork_off_child WHY: a fork child of egoff$K, running, whose Egress must be off and which must
+# not reach the world (egout, its template, is on)
+fork_off_child() {
+	local k
+	k=$(warrenctl fork "egoff$K" 1)
+	[[ $k =~ ^[0-9a-f]{12}$ ]] || fail "warrenctl fork gave no child: $k"
+	expect "$1: the fork child runs" wait_for 60 has_state "$k" running
+	expect "$1: its Egress is off, not its template's on ($(sbprop "$k" Egress))" \
+		test "$(sbprop "$k" Egress)" = off
+	blocked "$k" $WORLD:80 "$1"
+	echo "$k"
+}
+kid=$(fork_off_child "a fork child of an off sandbox")
 # a tag whose record is gone: its children start off, never with the (wider) template's policy
 rm "$T/state/egress-tags/egoff$K"
-kid2=$(warrenctl fork "egoff$K" 1)
-[[ $kid2 =~ ^[0-9a-f]{12}$ ]] || fail "warrenctl fork gave no child: $kid2"
-expect "a fork child of a tag without a record runs" wait_for 60 has_state "$kid2" running
-expect "its Egress is off, not its template's on ($(sbprop "$kid2" Egress))" \
-	test "$(sbprop "$kid2" Egress)" = off
-blocked "$kid2" $WORLD:80 "a fork child of a tag without an egress record"
+kid2=$(fork_off_child "a fork child of a tag without an egress record")
 warrenctl destroy "$kid" "$kid2" "$fp" >/dev/null
 mgr RemoveTag s "egoff$K" >/dev/null
 expect "RemoveTag takes the tag's record away" test ! -e "$T/state/egress-tags/egoff$K"

@@ -291,11 +291,14 @@ test_image_header(void **state)
 	assert_int_equal(h.n_files, 2);
 	assert_int_equal(h.files[0].size, 10);
 	assert_int_equal(h.files[0].hash, 0xff);
+	assert_int_equal(h.format, IMAGE_HEADER_FORMAT_FNV); /* an earlier version's image */
 	assert_int_equal(header("format=1\nfile=a 1 0000000000000001\n", &h), 0);
 	assert_string_equal(h.backend, "gvisor");
+	assert_int_equal(header("format=2\nfile=a 1 0000000000000001\n", &h), 0);
+	assert_int_equal(h.format, IMAGE_HEADER_FORMAT); /* XXH3 */
 	const char *bad[] = {
 		"file=a 1 0000000000000001\n",		    /* no format */
-		"format=2\nfile=a 1 0000000000000001\n",    /* unknown format */
+		"format=3\nfile=a 1 0000000000000001\n",    /* unknown format */
 		"format=1\n",				    /* no files */
 		"format=1\nfile=../x 1 0000000000000001\n", /* escapes */
 		"format=1\nfile=a/b 1 0000000000000001\n",
