@@ -3,7 +3,9 @@
  * PIT/PIC/RTC stay on and the guest gets tsc_early_khz= (the core's command line), or TSC
  * calibration fails now and then and the guest hangs; snapshots keep the RAM out of the
  * migration stream (x-ignore-shared) because the RAM is a file; 7.2 has no file: migration
- * URI, so the state goes through an fd (getfd over the QMP socket, or inherited on restore). */
+ * URI, so the state goes through an fd (getfd over the QMP socket, or inherited on restore).
+ * QEMU's answers are parsed as JSON (jansson), never searched for words: QEMU runs the guest,
+ * and an event or an error text that merely contains "return" or "completed" is not one. */
 #include "vmm.h"
 #include "agent-protocol.h"
 #include "clock.h"
@@ -11,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 
+#include <jansson.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -147,10 +150,24 @@ qmp_line(struct qmp *q, char **line, size_t *consumed)
 	}
 }
 
-/* Send one command (passing fd with it when >= 0); wait for its return or error. With
- * result, the return line is copied there. */
+/* A line from QEMU as a JSON object (the caller's to json_decref), or NULL when it is not one. */
+static json_t *
+qmp_parse(const char *line)
+{
+	json_error_t e;
+	json_t *j = json_loads(line, JSON_REJECT_DUPLICATES, &e);
+	if (j && json_is_object(j))
+		return j;
+	log_error("QMP: not a JSON object from QEMU (%s): %.200s", j ? "not an object" : e.text,
+		  line);
+	json_decref(j);
+	return NULL;
+}
+
+/* Send one command (passing fd with it when >= 0); wait for its return or error (events in
+ * between are skipped). With result, the return's value is handed over (json_decref). */
 static int
-qmp_cmd(struct qmp *q, const char *json, int fd, char *result, size_t result_size)
+qmp_cmd(struct qmp *q, const char *json, int fd, json_t **result)
 {
 	struct iovec iov = {(void *)json, strlen(json)};
 	union {
@@ -175,13 +192,22 @@ qmp_cmd(struct qmp *q, const char *json, int fd, char *result, size_t result_siz
 		int r = qmp_line(q, &line, &consumed);
 		if (r < 0)
 			return r;
-		if (strstr(line, "\"error\"")) {
-			log_error("QMP %.*s: %s", (int)strcspn(json, "\n"), json, line);
+		json_t *j = qmp_parse(line);
+		if (!j)
+			return -EPROTO;
+		json_t *error = json_object_get(j, "error"), *ret = json_object_get(j, "return");
+		if (!error && !ret) {
+			json_decref(j); /* an event */
+			continue;
+		}
+		if (error) {
+			const char *desc = json_string_value(json_object_get(error, "desc"));
+			log_error("QMP %.*s: %.300s", (int)strcspn(json, "\n"), json,
+				  desc ? desc : "an error without a description");
 			r = -EIO;
-		} else if (!strstr(line, "\"return\""))
-			continue; /* an event */
-		if (result)
-			snprintf(result, result_size, "%s", line);
+		} else if (result)
+			*result = json_incref(ret);
+		json_decref(j);
 		memmove(q->buf, q->buf + consumed, q->have - consumed);
 		q->have -= consumed;
 		return r;
@@ -202,9 +228,15 @@ qmp_open(const char *vmm_dir, struct qmp *q)
 	size_t consumed = 0;
 	int r = qmp_line(q, &greeting, &consumed);
 	if (r == 0) {
+		json_t *g = qmp_parse(greeting);
+		if (!g || !json_is_object(json_object_get(g, "QMP")))
+			r = -EPROTO; /* not QEMU's greeting */
+		json_decref(g);
+	}
+	if (r == 0) {
 		memmove(q->buf, q->buf + consumed, q->have - consumed);
 		q->have -= consumed;
-		r = qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}\n", -1, NULL, 0);
+		r = qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}\n", -1, NULL);
 	}
 	if (r < 0)
 		close(q->fd);
@@ -218,7 +250,7 @@ qmp_simple(const char *vmm_dir, const char *json, int fd)
 	int r = qmp_open(vmm_dir, &q);
 	if (r < 0)
 		return r;
-	r = qmp_cmd(&q, json, fd, NULL, 0);
+	r = qmp_cmd(&q, json, fd, NULL);
 	close(q.fd);
 	return r;
 }
@@ -227,22 +259,28 @@ static const char ignore_shared[] =
 	"{\"execute\":\"migrate-set-capabilities\",\"arguments\":{\"capabilities\":"
 	"[{\"capability\":\"x-ignore-shared\",\"state\":true}]}}\n";
 
-/* Poll query-migrate until it completes or fails. */
+/* Poll query-migrate until its status is completed, failed or cancelled. */
 static int
 migrate_wait(struct qmp *q)
 {
 	uint64_t t0 = now_usec();
-	char res[1024];
 	for (;;) {
-		int r = qmp_cmd(q, "{\"execute\":\"query-migrate\"}\n", -1, res, sizeof res);
+		json_t *res = NULL;
+		int r = qmp_cmd(q, "{\"execute\":\"query-migrate\"}\n", -1, &res);
 		if (r < 0)
 			return r;
-		if (strstr(res, "\"completed\""))
-			return 0;
-		if (strstr(res, "\"failed\"") || strstr(res, "\"cancelled\"")) {
-			log_error("QMP migration: %s", res);
-			return -EIO;
+		const char *status = json_string_value(json_object_get(res, "status"));
+		bool completed = status && !strcmp(status, "completed");
+		bool ended = status && (!strcmp(status, "failed") || !strcmp(status, "cancelled"));
+		if (ended) {
+			const char *why = json_string_value(json_object_get(res, "error-desc"));
+			log_error("QMP migration %s: %.300s", status, why ? why : "no reason given");
 		}
+		json_decref(res);
+		if (completed)
+			return 0;
+		if (ended)
+			return -EIO;
 		if (now_usec() - t0 > 60000000)
 			return -ETIMEDOUT;
 		usleep(1000);
@@ -262,9 +300,9 @@ qemu_restore(const struct vmm_restore *rs)
 	snprintf(cmd, sizeof cmd,
 		 "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:%d\"}}\n",
 		 rs->state_fd);
-	if ((r = qmp_cmd(&q, ignore_shared, -1, NULL, 0)) == 0 &&
-	    (r = qmp_cmd(&q, cmd, -1, NULL, 0)) == 0 && (r = migrate_wait(&q)) == 0)
-		r = qmp_cmd(&q, "{\"execute\":\"cont\"}\n", -1, NULL, 0);
+	if ((r = qmp_cmd(&q, ignore_shared, -1, NULL)) == 0 &&
+	    (r = qmp_cmd(&q, cmd, -1, NULL)) == 0 && (r = migrate_wait(&q)) == 0)
+		r = qmp_cmd(&q, "{\"execute\":\"cont\"}\n", -1, NULL);
 	close(q.fd);
 	return r;
 }
@@ -291,13 +329,13 @@ qemu_save(const char *vmm_dir, int fd, const char *mem_path, bool diff)
 	int r = qmp_open(vmm_dir, &q);
 	if (r < 0)
 		return r;
-	if ((r = qmp_cmd(&q, ignore_shared, -1, NULL, 0)) == 0 &&
+	if ((r = qmp_cmd(&q, ignore_shared, -1, NULL)) == 0 &&
 	    (r = qmp_cmd(&q,
 			 "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"warren-state\"}}\n",
-			 fd, NULL, 0)) == 0 &&
+			 fd, NULL)) == 0 &&
 	    (r = qmp_cmd(&q,
 			 "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:warren-state\"}}\n",
-			 -1, NULL, 0)) == 0)
+			 -1, NULL)) == 0)
 		r = migrate_wait(&q);
 	close(q.fd);
 	return r;
