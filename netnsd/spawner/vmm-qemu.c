@@ -274,7 +274,8 @@ migrate_wait(struct qmp *q)
 		bool ended = status && (!strcmp(status, "failed") || !strcmp(status, "cancelled"));
 		if (ended) {
 			const char *why = json_string_value(json_object_get(res, "error-desc"));
-			log_error("QMP migration %s: %.300s", status, why ? why : "no reason given");
+			log_error("QMP migration %s: %.300s", status,
+				  why ? why : "no reason given");
 		}
 		json_decref(res);
 		if (completed)
