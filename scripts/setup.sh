@@ -9,7 +9,7 @@ PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng
 	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
 	valgrind procps util-linux netcat-openbsd clang clang-format libclang-rt-14-dev libglib2.0-bin
 	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev libssl-dev libxxhash-dev nodejs skopeo umoci prometheus nginx-light wrk
-	etcd-server etcd-client)
+	etcd-server etcd-client systemd-container)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "setup.sh: run as root" >&2
