@@ -92,6 +92,12 @@ install -d -m 0700 -o warren-snapshotd -g warren-snapshotd /var/lib/warren/image
 	/var/lib/warren/reclaim
 chown -R warren-snapshotd:warren-snapshotd /var/lib/warren/images
 install -D -m 0644 units/org.warren.Warren1.conf /etc/dbus-1/system.d/org.warren.Warren1.conf
+# bus activation through systemd, only where systemd runs: without it the bus would run Exec=
+# (nothing) for every call made while the supervisor is down, and warren-launch starts it anyway
+if [ -d /run/systemd/system ]; then
+	install -D -m 0644 units/org.warren.Warren1.dbus-service \
+		/usr/local/share/dbus-1/system-services/org.warren.Warren1.service
+fi
 install -d /usr/local/lib/systemd/system /usr/local/lib/sysusers.d /usr/local/lib/tmpfiles.d
 install -m 0644 units/*.service units/*.socket /usr/local/lib/systemd/system/
 install -m 0644 units/warren.sysusers.conf /usr/local/lib/sysusers.d/warren.conf

@@ -149,6 +149,15 @@ for u in "$T"/warren-*.service; do
 		awk -v e="${e:-99}" -v m="$machined" 'BEGIN { exit !(e <= m) }'
 done
 
+# 2c. Bus activation: the activation file names the bus name and a unit that owns it
+act=$SOURCE/units/org.warren.Warren1.dbus-service
+expect "the activation file is for org.warren.Warren1" grep -qx 'Name=org.warren.Warren1' "$act"
+su=$(sed -n 's/^SystemdService=//p' "$act")
+expect "it names a unit of Warren's ($su)" test -f "$SOURCE/units/$su"
+expect "whose BusName is org.warren.Warren1" test "$(effective "$SOURCE/units/$su" BusName)" = org.warren.Warren1
+expect "and which is aliased dbus-org.warren.Warren1.service" \
+	grep -qx 'Alias=dbus-org.warren.Warren1.service' "$SOURCE/units/$su"
+
 # 3. The promised values
 for u in "$SOURCE"/units/warren-*.service; do
 	expect "$(basename "$u") sets a SystemCallFilter" grep -q "^SystemCallFilter=" "$u"
