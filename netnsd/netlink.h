@@ -1,4 +1,5 @@
-/* Minimal rtnetlink from C for netnsd: veth pairs, addresses, routes, link state and group.
+/* Minimal rtnetlink from C for netnsd (messages built with libmnl): veth pairs, addresses, routes,
+ * link state and group.
  * Every call works in the network namespace of the socket it is given. */
 #pragma once
 #include <stdbool.h>

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake pkg-config libevent-dev libseccomp-dev libcap-ng-dev
-	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev
+	libprotobuf-c-dev protobuf-c-compiler libzstd-dev libsystemd-dev libcmocka-dev libmnl-dev
 	runsc nftables busybox-static debootstrap dbus systemd conntrack iproute2 curl python3
 	valgrind procps util-linux netcat-openbsd clang clang-format libclang-rt-14-dev libglib2.0-bin
 	qemu-system-x86 linux-image-cloud-amd64 cpio lz4 e2fsprogs libjansson-dev libssl-dev libxxhash-dev nodejs skopeo umoci prometheus nginx-light wrk
