@@ -119,11 +119,12 @@ struct qmp {
 	size_t have;
 };
 
-/* Next line from QEMU (NUL-terminated in q->buf, consumed by the next call). */
+/* Next line from QEMU (NUL-terminated in q->buf, consumed by the next call), by deadline
+ * (CLOCK_MONOTONIC usec): one deadline per command, so a QEMU that sends events without end
+ * cannot keep a command waiting past it. */
 static int
-qmp_line(struct qmp *q, char **line, size_t *consumed)
+qmp_line(struct qmp *q, char **line, size_t *consumed, uint64_t deadline)
 {
-	uint64_t t0 = now_usec();
 	if (*consumed) {
 		memmove(q->buf, q->buf + *consumed, q->have - *consumed);
 		q->have -= *consumed;
@@ -139,7 +140,8 @@ qmp_line(struct qmp *q, char **line, size_t *consumed)
 		}
 		if (q->have >= sizeof q->buf - 1)
 			return -EMSGSIZE;
-		long left = QMP_TIMEOUT_MS - (long)((now_usec() - t0) / 1000);
+		uint64_t now = now_usec();
+		long left = now < deadline ? (long)((deadline - now) / 1000) : 0;
 		struct pollfd p = {q->fd, POLLIN, 0};
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			return -ETIMEDOUT;
@@ -187,9 +189,10 @@ qmp_cmd(struct qmp *q, const char *json, int fd, json_t **result)
 	if (sendmsg(q->fd, &mh, MSG_NOSIGNAL) < 0)
 		return -errno;
 	size_t consumed = 0;
+	uint64_t deadline = now_usec() + QMP_TIMEOUT_MS * 1000ull;
 	for (;;) {
 		char *line;
-		int r = qmp_line(q, &line, &consumed);
+		int r = qmp_line(q, &line, &consumed, deadline);
 		if (r < 0)
 			return r;
 		json_t *j = qmp_parse(line);
@@ -226,7 +229,7 @@ qmp_open(const char *vmm_dir, struct qmp *q)
 		return q->fd;
 	char *greeting;
 	size_t consumed = 0;
-	int r = qmp_line(q, &greeting, &consumed);
+	int r = qmp_line(q, &greeting, &consumed, now_usec() + QMP_TIMEOUT_MS * 1000ull);
 	if (r == 0) {
 		json_t *g = qmp_parse(greeting);
 		if (!g || !json_is_object(json_object_get(g, "QMP")))
