@@ -1,6 +1,6 @@
 /* libFuzzer harness: snapshotd's image header parser (snapshotd/image-header.c). What must
  * hold beyond no crash: whatever it accepts is what image_read then trusts (file names that
- * stay in the image directory, a known backend, valid parent and template). */
+ * stay in the image directory, a known backend and format, valid parent and template). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -23,6 +23,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!image_file_name_valid(h.files[i].name) || strchr(h.files[i].name, '/'))
 			__builtin_trap();
 	if (backend_from_string(h.backend) < 0)
+		__builtin_trap();
+	/* the checksum's algorithm follows the format: only the two known ones */
+	if (h.format != IMAGE_HEADER_FORMAT && h.format != IMAGE_HEADER_FORMAT_FNV)
 		__builtin_trap();
 	if ((h.parent[0] && !sandbox_id_valid(h.parent)) ||
 	    (h.template_name[0] && !template_name_valid(h.template_name)))
