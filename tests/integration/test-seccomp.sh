@@ -3,7 +3,7 @@
 # kills the process (SIGSYS); --seccomp-debug names it; --dump-seccomp prints the filter with
 # its argument rules. Every rule of every filter: test-attack-containment.sh.
 source "$(dirname "$0")/lib.sh"
-for d in netnsd snapshotd gateway supervisor clusterd; do
+for d in netnsd snapshotd gateway supervisor clusterd cgroupd; do
 	bin=$LIBEXEC/warren-$d
 	args=(--socket "$T/$d-probe.sock")
 	[ $d = supervisor ] && args=(--state-dir "$T/state-$d" --templates-dir /var/lib/warren/templates)

@@ -17,6 +17,16 @@ warren-supervisor.service CapabilityBoundingSet -
 warren-supervisor.service AmbientCapabilities -
 warren-supervisor.service NoNewPrivileges yes
 warren-gateway.service LimitNOFILE 65536
+warren-cgroupd.service Type notify
+warren-cgroupd.service Delegate pids memory cpu
+warren-cgroupd.service RefuseManualStop yes
+warren-cgroupd.service Slice system.slice
+warren-cgroupd.service User root
+warren-cgroupd.service CapabilityBoundingSet -
+warren-cgroupd.service AmbientCapabilities -
+warren-cgroupd.service NoNewPrivileges yes
+warren-cgroupd.service RestrictAddressFamilies AF_UNIX
+warren-cgroupd.service PrivateNetwork yes
 warren-netnsd.service RestrictRealtime yes
 warren-netnsd.service RestrictSUIDSGID yes
 warren-netnsd.service ProtectKernelLogs -
@@ -114,6 +124,16 @@ for u in "$SOURCE"/units/*.service "$SOURCE"/units/*.socket; do
 				test "${EXTERNAL_UNITS/ $dep /}" != "$EXTERNAL_UNITS"
 		fi
 	done
+done
+
+# 1b. The sandboxes' cgroups: netnsd and snapshotd name the subtree warren-cgroupd.service is
+# delegated (its slice and name, then /sandboxes), and start after it
+parent=/$(effective "$SOURCE/units/warren-cgroupd.service" Slice)/warren-cgroupd.service/sandboxes
+for u in netnsd snapshotd; do
+	expect "warren-$u.service's --cgroup-parent is $parent" \
+		grep -qE "^ExecStart=.* --cgroup-parent $parent( |\$)" "$SOURCE/units/warren-$u.service"
+	expect "warren-$u.service starts after warren-cgroupd.service" \
+		grep -qE "^After=.*warren-cgroupd\.service" "$SOURCE/units/warren-$u.service"
 done
 
 # 2. systemd-analyze verify: nothing to say, except that a listed external unit is not installed
