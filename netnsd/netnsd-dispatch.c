@@ -296,6 +296,14 @@ forward_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 			struct netnsd_sandbox *s = sandbox_find(n, f->id);
 			if (s)
 				s->exited = true;
+		} else if (f->kind == WARREN__V1__REQUEST__BODY_CHECKPOINT_SANDBOX &&
+			   resp->error == 0 &&
+			   resp->body_case == WARREN__V1__RESPONSE__BODY_CHECKPOINT_SANDBOX &&
+			   resp->checkpoint_sandbox->pid > 0) {
+			/* a gVisor sandbox restored in place: a new runtime process */
+			struct netnsd_sandbox *s = sandbox_find(n, f->id);
+			if (s)
+				s->pid = resp->checkpoint_sandbox->pid;
 		}
 		if (f->kind == WARREN__V1__REQUEST__BODY_DESTROY_SANDBOX)
 			sandbox_remove(n, f->id);

@@ -340,10 +340,13 @@ checkpoint_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud
 	sn->still_running = resp &&
 			    resp->body_case == WARREN__V1__RESPONSE__BODY_CHECKPOINT_SANDBOX &&
 			    resp->checkpoint_sandbox->still_running;
+	if (sn->still_running && sb && resp->checkpoint_sandbox->pid > 0)
+		sb->pid = resp->checkpoint_sandbox->pid;
 	if (sn->still_running && sb && !sn->discard_parent) {
 		/* the parent answers again while the image is sealed */
+		sb->last_pause_us = now_usec() - sn->t0; /* Timings.snapshot_pause_us */
 		log_info("Sandbox %s: resumed in place %llu ms after the pause began", sb->id,
-			 (unsigned long long)((now_usec() - sn->t0) / 1000));
+			 (unsigned long long)(sb->last_pause_us / 1000));
 		sandbox_snapshot_aborted(sb);
 	}
 	Warren__V1__CommitImageRequest q = WARREN__V1__COMMIT_IMAGE_REQUEST__INIT;
@@ -376,6 +379,10 @@ prepare_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	snprintf(sn->temp, sizeof sn->temp, "%s", resp->prepare_image->temp_name);
 	Warren__V1__CheckpointSandboxRequest q = WARREN__V1__CHECKPOINT_SANDBOX_REQUEST__INIT;
 	q.id = sb->id;
+	/* gVisor: the spawner restores it in place before answering, so the sandbox runs again
+	 * whatever becomes of the image (a seal that fails, snapshotd dying); a warm template's
+	 * sandbox is dropped afterwards and stays stopped */
+	q.resume = !sn->discard_parent;
 	sn->t0 = now_usec();
 	progress("snapshot", sn->tag, "checkpointing", 1, 3);
 	r = netnsd_client_checkpoint_sandbox(&q, fds, 1, 120000, checkpoint_done, sn);

@@ -97,7 +97,17 @@ struct sb {
 };
 
 /* CMD_KILL: `runsc kill` of an exec'd process whose `runsc exec` client timed out */
-enum cmd_kind { CMD_RUN, CMD_DELETE, CMD_EXEC, CMD_CHECKPOINT, CMD_VM_RESTORE, CMD_KILL };
+/* CMD_RESUME_DELETE: `runsc delete` of a container its checkpoint stopped, before its restore in
+ * place (resume_in_place) */
+enum cmd_kind {
+	CMD_RUN,
+	CMD_DELETE,
+	CMD_EXEC,
+	CMD_CHECKPOINT,
+	CMD_VM_RESTORE,
+	CMD_KILL,
+	CMD_RESUME_DELETE
+};
 
 /* One stream of a gVisor exec: runsc exec writes into a pipe; the spawner copies at most
  * EXEC_OUTPUT_MAX bytes into the memfd the supervisor gets, and reads and drops the rest so the
@@ -128,6 +138,9 @@ struct cmd {
 	unsigned timeout_ms;
 	uint64_t started_us;
 	bool timed_out;
+	/* a checkpoint asked to resume, and the delete and restore that do it: the call is the
+	 * checkpoint's, answered once the sandbox runs again */
+	bool resume;
 	struct cmd *next;
 };
 
@@ -745,6 +758,45 @@ console_log_load(struct sb *sb, int image_fd)
 	log_ring_take(sb->console->ring, note, sizeof note - 1);
 }
 
+static int runsc_start(struct sb *sb, struct ipc_call *call, int image_fd);
+
+/* runsc's checkpoint stopped the container: delete it, then restore it in place from the image
+ * just written (CMD_RESUME_DELETE, then CMD_RUN with resume), so it runs again whatever becomes
+ * of the image (its seal can fail, snapshotd can die); the checkpoint's call is answered by the
+ * restore. 0, or -errno with c keeping its call. */
+static int
+resume_in_place(struct sb *sb, struct cmd *c)
+{
+	int fd = fcntl(c->image.fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return -errno;
+	cgroup_kill_all(sb->cgroup); /* what the checkpoint left (as start_delete) */
+	char *argv[] = {(char *)cfg->runsc, runsc_root, "delete", "--force", sb->id, NULL};
+	int r = cmd_start(CMD_RESUME_DELETE, sb, c->call, argv, -1, -1);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	c->call = NULL;
+	cmds->image = c->image;
+	cmds->image.fd = fd;
+	cmds->resume = true;
+	return 0;
+}
+
+/* A runtime adopted from an earlier spawner, watched by pidfd, restored in place: the new one
+ * is this spawner's child, its exit comes as SIGCHLD with its status. */
+static void
+sb_unwatch_adopted(struct sb *sb)
+{
+	if (sb->pidfd_ev) {
+		event_free(sb->pidfd_ev);
+		sb->pidfd_ev = NULL;
+	}
+	safe_close(sb->pidfd);
+	sb->pidfd = -1;
+}
+
 static void
 cmd_done(struct cmd *c, int status)
 {
@@ -766,6 +818,21 @@ cmd_done(struct cmd *c, int status)
 			sb->pid = atoi(pidbuf);
 			adopt_record_write(cfg->runtime_dir, sb->id, sb->slot, sb->pid, false,
 					   sb->memory_limit);
+			if (c->resume) {
+				sb->checkpointing = false;
+				sb_unwatch_adopted(sb);
+				log_info("Sandbox %s: restored in place after its checkpoint (pid "
+					 "%d)",
+					 sb->id, (int)sb->pid);
+				Warren__V1__CheckpointSandboxResponse cr =
+					WARREN__V1__CHECKPOINT_SANDBOX_RESPONSE__INIT;
+				cr.still_running = true;
+				cr.pid = sb->pid;
+				resp.body_case = WARREN__V1__RESPONSE__BODY_CHECKPOINT_SANDBOX;
+				resp.checkpoint_sandbox = &cr;
+				ipc_call_reply(c->call, &resp, NULL, 0);
+				break;
+			}
 			fault_point(c->image.fd >= 0 ? "restore" : "spawn");
 			Warren__V1__SpawnSandboxResponse sr =
 				WARREN__V1__SPAWN_SANDBOX_RESPONSE__INIT;
@@ -785,7 +852,10 @@ cmd_done(struct cmd *c, int status)
 		if (kr < 0 ? asprintf(&msg, "cannot hand cgroup %s's knobs to the helpers: %s",
 				      sb->cgroup, strerror(-kr)) < 0
 			   : asprintf(&msg, "runsc %s failed (status 0x%x): %s",
-				      c->image.fd >= 0 ? "restore" : "run", status, tail) < 0)
+				      c->resume		 ? "restore in place after the checkpoint"
+				      : c->image.fd >= 0 ? "restore"
+							 : "run",
+				      status, tail) < 0)
 			msg = NULL;
 		log_error("Sandbox %s: %s", sb->id, msg ? msg : "runsc run failed");
 		struct ipc_call *call = TAKE_PTR(c->call);
@@ -838,6 +908,14 @@ cmd_done(struct cmd *c, int status)
 			     image_proof_seal(&c->image, IMAGE_LAYOUT_VM_RAM) == 0;
 		if (ok && sb->console)
 			console_log_save(sb, &c->image);
+		if (ok && !sb->vm && c->resume) {
+			int rr = resume_in_place(sb, c);
+			if (rr == 0)
+				break;
+			log_error_errno(rr,
+					"Sandbox %s: cannot restore it after its checkpoint: %m",
+					sb->id);
+		}
 		if (ok) {
 			Warren__V1__CheckpointSandboxResponse cr =
 				WARREN__V1__CHECKPOINT_SANDBOX_RESPONSE__INIT;
@@ -852,6 +930,24 @@ cmd_done(struct cmd *c, int status)
 				       sb->vm ? "microVM" : "runsc", status, tail);
 		}
 		break;
+	case CMD_RESUME_DELETE: {
+		/* whatever runsc delete said, the restore tells whether the sandbox runs again */
+		int fd = TAKE_FD(c->image.fd);
+		struct ipc_call *call = TAKE_PTR(c->call);
+		int r = runsc_start(sb, call, fd);
+		if (r < 0) {
+			safe_close(fd);
+			log_error_errno(r, "Sandbox %s: cannot restore it after its checkpoint: %m",
+					sb->id);
+			ipc_call_error(call, r,
+				       "checkpoint written, restore in place not started: %s",
+				       strerror(-r));
+			ipc_call_free(call);
+			break;
+		}
+		cmds->resume = true;
+		break;
+	}
 	case CMD_KILL:
 		break;
 	case CMD_EXEC: {
@@ -1028,6 +1124,58 @@ start_vm(struct ipc_call *call, struct sb *sb, const Warren__V1__SpawnSandboxReq
 	return IPC_DEFER;
 }
 
+/* `runsc run` of the bundle, or `runsc restore` of the image directory image_fd (proven
+ * snapshotd's; the command owns it once started, the caller still does on failure), for call.
+ * 0 or -errno. */
+static int
+runsc_start(struct sb *sb, struct ipc_call *call, int image_fd)
+{
+	char pidfile[400];
+	snprintf(pidfile, sizeof pidfile, "%s/pid", sb->bundle);
+	int logfd = fcntl(sb->console->wfd, F_DUPFD_CLOEXEC, 3);
+	/* run --detach hands its stdout/stderr to the sandbox: a pipe the spawner drains as it
+	 * goes, never one it waits on for end-of-file (it holds a write end itself). */
+	char image[80];
+	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), image_fd);
+	char *run[] = {(char *)cfg->runsc,
+		       runsc_root,
+		       "--platform=ptrace",
+		       "--network=sandbox",
+		       "--overlay2=root:memory",
+		       "run",
+		       "--bundle",
+		       sb->bundle,
+		       "--detach",
+		       "--pid-file",
+		       pidfile,
+		       sb->id,
+		       NULL};
+	/* one image restores into many containers; the restore lands on this slot's address */
+	char *restore[] = {(char *)cfg->runsc,
+			   runsc_root,
+			   "--platform=ptrace",
+			   "--network=sandbox",
+			   "--overlay2=root:memory",
+			   "restore",
+			   image,
+			   "--bundle",
+			   sb->bundle,
+			   "--detach",
+			   "--pid-file",
+			   pidfile,
+			   sb->id,
+			   NULL};
+	int r = cmd_start(CMD_RUN, sb, call, image_fd >= 0 ? restore : run, logfd,
+			  logfd >= 0 ? fcntl(logfd, F_DUPFD_CLOEXEC, 3) : -1);
+	if (r < 0) {
+		safe_close(logfd);
+		return r;
+	}
+	cmds->image.fd = image_fd;
+	cmds->started_us = mono_usec(); /* for the debug log of how long runsc took */
+	return 0;
+}
+
 /* Record the sandbox and start its runtime: runsc on the checked rootfs, or the VMM. */
 static int
 launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, int image_fd)
@@ -1137,52 +1285,13 @@ launch_runtime(struct ipc_call *call, const Warren__V1__SpawnSandboxRequest *q, 
 	}
 	if (image_fd >= 0)
 		console_log_load(sb, image_fd);
-	char pidfile[400];
-	snprintf(pidfile, sizeof pidfile, "%s/pid", sb->bundle);
-	int logfd = fcntl(sb->console->wfd, F_DUPFD_CLOEXEC, 3);
-	/* run --detach hands its stdout/stderr to the sandbox: a pipe the spawner drains as it
-	 * goes, never one it waits on for end-of-file (it holds a write end itself). */
-	char image[80];
-	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), image_fd);
-	char *run[] = {(char *)cfg->runsc,
-		       runsc_root,
-		       "--platform=ptrace",
-		       "--network=sandbox",
-		       "--overlay2=root:memory",
-		       "run",
-		       "--bundle",
-		       sb->bundle,
-		       "--detach",
-		       "--pid-file",
-		       pidfile,
-		       sb->id,
-		       NULL};
-	/* one image restores into many containers; the restore lands on this slot's address */
-	char *restore[] = {(char *)cfg->runsc,
-			   runsc_root,
-			   "--platform=ptrace",
-			   "--network=sandbox",
-			   "--overlay2=root:memory",
-			   "restore",
-			   image,
-			   "--bundle",
-			   sb->bundle,
-			   "--detach",
-			   "--pid-file",
-			   pidfile,
-			   sb->id,
-			   NULL};
 	struct ipc_call *deferred = ipc_call_defer(call);
-	r = cmd_start(CMD_RUN, sb, deferred, image_fd >= 0 ? restore : run, logfd,
-		      logfd >= 0 ? fcntl(logfd, F_DUPFD_CLOEXEC, 3) : -1);
+	r = runsc_start(sb, deferred, image_fd);
 	if (r < 0) {
-		safe_close(logfd);
 		ipc_call_free(deferred);
 		sb_forget(sb);
 		return r;
 	}
-	cmds->image.fd = image_fd;
-	cmds->started_us = mono_usec(); /* for the debug log of how long runsc took */
 	return IPC_DEFER;
 }
 
@@ -1295,6 +1404,7 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), img.fd);
 	int logfd = sb->console ? fcntl(sb->console->wfd, F_DUPFD_CLOEXEC, 3) : -1;
 	char *argv[] = {(char *)cfg->runsc, runsc_root, "checkpoint", image, sb->id, NULL};
+	bool resume = call->req->checkpoint_sandbox->resume;
 	struct ipc_call *d = ipc_call_defer(call);
 	sb->checkpointing = true;
 	/* runsc creates checkpoint.img in the image directory proven above to be snapshotd's new,
@@ -1312,6 +1422,7 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 		return r;
 	}
 	cmds->image = img;
+	cmds->resume = resume;
 	return IPC_DEFER;
 }
 

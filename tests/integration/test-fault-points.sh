@@ -169,6 +169,32 @@ for s in ${FAULT_STEPS:-$STEPS}; do
 	IFS=: read -r d st op <<<"$s"
 	walk "$d" "$st" "$op"
 done
+# A checkpoint in flight: snapshotd dies sealing a gVisor sandbox's image. The spawner restored
+# the sandbox in place before answering the checkpoint, so the Snapshot fails with a named error
+# and the sandbox keeps running (and answering); no temporary image is left; the next Snapshot
+# of it works.
+if [ -z "${FAULT_STEPS:-}" ]; then
+	log "---- snapshotd: image-seal, the sandbox kept"
+	restart_daemon snapshotd image-seal
+	p=$(create web wait)
+	[ -n "$p" ] || fail "no sandbox to snapshot"
+	rc=0
+	out=$(call "/org/warren/Warren1/sandbox/$p" org.warren.Warren1.Sandbox Snapshot s "seal$K" 2>&1) || rc=$?
+	expect "the Snapshot failed (rc $rc: $out)" test "$rc" != 0
+	expect "with a named error" grep -q "SnapshotFailed" <<<"$out"
+	expect "snapshotd died at image-seal" wait_for 30 sh -c "! kill -0 $PID_snapshotd 2>/dev/null"
+	expect "at that step" grep -q "fault point image-seal reached" "$T/snapshotd.log"
+	restart_daemon snapshotd
+	expect "the sandbox is running" wait_for 20 has_state "$p" running
+	expect "and answers" sh -c "curl -fsS --max-time 20 $(sb_url "$p") | grep -q Hello"
+	expect "the next Snapshot of it works" \
+		call "/org/warren/Warren1/sandbox/$p" org.warren.Warren1.Sandbox Snapshot s "seal2$K"
+	expect "and it answers after that" sh -c "curl -fsS --max-time 20 $(sb_url "$p") | grep -q Hello"
+	warrenctl destroy "$p" >/dev/null
+	call /org/warren/Warren1 org.warren.Warren1.Manager RemoveTag s "seal2$K" >/dev/null 2>&1 || true
+	wait_for 40 no_leaks || true
+	expect "nothing leaked ($(leaks | tr '\n' ' '))" test -z "$(leaks)"
+fi
 log "table:"
 cat "$TABLE" >&2
 [ -n "${FAULT_TABLE:-}" ] && cp "$TABLE" "$FAULT_TABLE"
