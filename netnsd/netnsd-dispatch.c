@@ -459,7 +459,34 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 		log_warning("Checkpoint of %s refused: %s", id, why);
 		return ipc_call_error(call, r, "%s", why);
 	}
-	return forward(n, call, id, call->fds, 1, 120000);
+	/* a gVisor sandbox restored in place after its checkpoint needs its slot's address and
+	 * route in the namespace again: netnsd's own values, never the supervisor's */
+	Warren__V1__CheckpointSandboxRequest fwd = *call->req->checkpoint_sandbox;
+	struct slot *s = pool_slot(n->pool, sb->slot);
+	fwd.sandbox_addr = s ? s->sandbox_addr : 0;
+	fwd.host_addr = s ? s->host_addr : 0;
+	if (!s)
+		fwd.resume = false;
+	/* the rootfs for a restore in place, canonical and inside the templates dir as a spawn's;
+	 * the spawner opens and checks the tree itself */
+	char real[PATH_MAX];
+	const char *rootfs = fwd.rootfs && *fwd.rootfs ? fwd.rootfs : NULL;
+	struct stat st;
+	if (rootfs && (!realpath(rootfs, real) || !path_is_inside(real, n->templates_dir) ||
+		       stat(real, &st) < 0 || !S_ISDIR(st.st_mode))) {
+		log_warning("Checkpoint of %s: rootfs %s is not a directory inside %s: no "
+			    "restore in place",
+			    id, rootfs, n->templates_dir);
+		rootfs = NULL;
+	}
+	fwd.rootfs = rootfs ? real : (char *)"";
+	IpcRequest req = *call->req;
+	req.checkpoint_sandbox = &fwd;
+	const IpcRequest *orig = call->req;
+	call->req = &req;
+	r = forward(n, call, id, call->fds, 1, 120000);
+	call->req = orig;
+	return r;
 }
 
 static int

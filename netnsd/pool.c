@@ -75,10 +75,8 @@ in_slot(struct pool *p, struct slot *s, int (*fn)(struct pool *, struct slot *, 
 	return r;
 }
 
-/* Inside the slot: lo up, eth0 with the sandbox address and a default route. Also what a
- * release re-does, since gVisor takes address and route away when it starts. */
-static int
-slot_configure_inside(struct pool *p, struct slot *s, int nl)
+int
+slot_net_configure(int nl, uint32_t sandbox_addr, uint32_t host_addr)
 {
 	nl_links_delete_except(nl, (int)if_nametoindex("eth0"));
 	int lo = (int)if_nametoindex("lo"), eth0 = (int)if_nametoindex("eth0");
@@ -88,12 +86,20 @@ slot_configure_inside(struct pool *p, struct slot *s, int nl)
 	if (r == 0)
 		r = nl_addr_flush(nl, eth0);
 	if (r == 0)
-		r = nl_addr_add(nl, eth0, s->sandbox_addr, 30);
+		r = nl_addr_add(nl, eth0, sandbox_addr, 30);
 	if (r == 0)
 		r = nl_link_set(nl, eth0, true, -1);
 	if (r == 0)
-		r = nl_route_default(nl, eth0, s->host_addr);
+		r = nl_route_default(nl, eth0, host_addr);
 	return r;
+}
+
+/* Inside the slot: what a new slot gets, and what a release re-does, since gVisor takes address
+ * and route away when it starts. */
+static int
+slot_configure_inside(struct pool *p, struct slot *s, int nl)
+{
+	return slot_net_configure(nl, s->sandbox_addr, s->host_addr);
 }
 
 /* A released slot: what its sandbox left goes -- a microVM's tap with the other links, its NAT

@@ -64,6 +64,10 @@ unsigned pool_reserve(struct pool *p, uint32_t count, uint64_t mem_available, un
 int pool_release(struct pool *p, unsigned index);
 /* Put a claimed slot's host veth in the outbound link group, or take it out (SetEgress). */
 int pool_slot_outbound(struct pool *p, unsigned index, bool outbound);
+/* In a slot's namespace (nl: its rtnetlink socket): lo up, eth0 alone with the sandbox address
+ * (a /30, network order) and a default route through the host's end. The spawner calls it too,
+ * before it restores a checkpointed gVisor sandbox in place. 0 or -errno. */
+int slot_net_configure(int nl, uint32_t sandbox_addr, uint32_t host_addr);
 /* Set the slot's address and route again (gVisor took them when a previous runtime started):
  * before a checkpointed sandbox is restored into its own slot. */
 int pool_slot_refresh(struct pool *p, unsigned index);

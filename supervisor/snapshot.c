@@ -383,6 +383,8 @@ prepare_done(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	 * whatever becomes of the image (a seal that fails, snapshotd dying); a warm template's
 	 * sandbox is dropped afterwards and stays stopped */
 	q.resume = !sn->discard_parent;
+	struct template *t = template_find(sup, sb->template_name);
+	q.rootfs = t ? t->rootfs : "";
 	sn->t0 = now_usec();
 	progress("snapshot", sn->tag, "checkpointing", 1, 3);
 	r = netnsd_client_checkpoint_sandbox(&q, fds, 1, 120000, checkpoint_done, sn);

@@ -28,7 +28,9 @@
 #include "log.h"
 #include "macro.h"
 #include "names.h"
+#include "netlink.h"
 #include "oci-spec.h"
+#include "pool.h"
 #include "rootfs.h"
 #include "spawner-lockdown.h"
 
@@ -51,6 +53,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <linux/netlink.h>
 
 #define CONSOLE_FILE_MAX (1 << 20) /* runsc.log rotates to runsc.log.1 at this size */
 #define CONSOLE_RATE (256 << 10)   /* bytes per second written to the file; beyond, counted */
@@ -91,6 +94,9 @@ struct sb {
 	bool exited;	    /* its program ended by itself: its console log is kept (log-ring.h) */
 	bool destroying;    /* a destroy is under way: an exec ending now was interrupted by it */
 	bool vm;	    /* microVM backend: pid is the VMM's */
+	/* a restore in place after a checkpoint: the slot's addresses (netnsd's, network order)
+	 * that runsc took from the namespace, set there again before runsc restore; 0 otherwise */
+	uint32_t resume_sandbox_addr, resume_host_addr;
 	uint64_t memory_limit;
 	struct console *console; /* runsc's stdio, or a microVM's serial port */
 	struct sb *next;
@@ -432,6 +438,13 @@ run_in_slot(struct sb *sb, char **argv, int out_fd, int err_fd, bool for_run)
 	if (setns(sb->nsfd, CLONE_NEWNET) < 0 || (for_run && tree < 0) ||
 	    (for_run && agent_fd >= 0 && atree < 0))
 		_exit(120);
+	if (for_run && sb->resume_sandbox_addr) {
+		int nl = nl_open(NETLINK_ROUTE);
+		if (nl < 0 ||
+		    slot_net_configure(nl, sb->resume_sandbox_addr, sb->resume_host_addr) < 0)
+			_exit(123);
+		close(nl);
+	}
 	if (for_run &&
 	    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 	     mount("tmpfs", "/proc/sys/net", "tmpfs", MS_NOSUID | MS_NODEV, NULL) < 0))
@@ -820,6 +833,7 @@ cmd_done(struct cmd *c, int status)
 					   sb->memory_limit);
 			if (c->resume) {
 				sb->checkpointing = false;
+				sb->resume_sandbox_addr = sb->resume_host_addr = 0;
 				sb_unwatch_adopted(sb);
 				log_info("Sandbox %s: restored in place after its checkpoint (pid "
 					 "%d)",
@@ -1404,7 +1418,25 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	snprintf(image, sizeof image, "--image-path=/proc/%d/fd/%d", (int)getpid(), img.fd);
 	int logfd = sb->console ? fcntl(sb->console->wfd, F_DUPFD_CLOEXEC, 3) : -1;
 	char *argv[] = {(char *)cfg->runsc, runsc_root, "checkpoint", image, sb->id, NULL};
-	bool resume = call->req->checkpoint_sandbox->resume;
+	const Warren__V1__CheckpointSandboxRequest *q = call->req->checkpoint_sandbox;
+	/* a restore in place needs the slot's addresses (netnsd's); without them it is not tried */
+	bool resume = q->resume && q->sandbox_addr && q->host_addr;
+	if (resume && sb->rootfs_fd < 0) {
+		/* adopted from an earlier spawner: the template's tree, opened and checked now */
+		sb->rootfs_fd = q->rootfs && *q->rootfs
+					? rootfs_open(templates_fd, cfg->templates_dir, q->rootfs,
+						      why, sizeof why)
+					: -EINVAL;
+		if (sb->rootfs_fd < 0) {
+			log_warning("Sandbox %s: no rootfs for a restore in place (%s): the "
+				    "supervisor restores it from the sealed image",
+				    sb->id, q->rootfs && *q->rootfs ? why : "none given");
+			sb->rootfs_fd = -1;
+			resume = false;
+		}
+	}
+	sb->resume_sandbox_addr = resume ? q->sandbox_addr : 0;
+	sb->resume_host_addr = resume ? q->host_addr : 0;
 	struct ipc_call *d = ipc_call_defer(call);
 	sb->checkpointing = true;
 	/* runsc creates checkpoint.img in the image directory proven above to be snapshotd's new,

@@ -27,7 +27,7 @@ for c in $(cat "$V2/cgroup.controllers"); do
 done
 at_exit "for c in $added; do echo -\$c >$V2/cgroup.subtree_control 2>/dev/null; done"
 at_exit "rmdir $V2$UNIT/sandboxes/probe $V2$UNIT/sandboxes $V2$UNIT/cgroupd $V2$UNIT 2>/dev/null"
-rmdir "$V2$UNIT/sandboxes/probe" "$V2$UNIT/sandboxes" "$V2$UNIT/cgroupd" "$V2$UNIT" 2>/dev/null
+rmdir "$V2$UNIT/sandboxes/probe" "$V2$UNIT/sandboxes" "$V2$UNIT/cgroupd" "$V2$UNIT" 2>/dev/null || true
 mkdir "$V2$UNIT"
 log "cgroup v2 at $V2, controllers for the unit: $(cat "$V2$UNIT/cgroup.controllers")"
 
@@ -58,7 +58,7 @@ SLEEP=$!
 at_exit "kill $SLEEP 2>/dev/null"
 expect "a process goes into <unit>/sandboxes/probe" sh -c "echo $SLEEP >$V2$UNIT/sandboxes/probe/cgroup.procs"
 for c in $ctrls; do
-	expect "<unit>/sandboxes/probe has $c's files" compgen -G "$V2$UNIT/sandboxes/probe/$c.*"
+	expect "<unit>/sandboxes/probe has $c's files" sh -c "ls $V2$UNIT/sandboxes/probe/$c.* >/dev/null"
 done
 if [ -n "$ctrls" ]; then
 	# why it moved: cgroup v2 refuses a process in a cgroup whose children have controllers
@@ -110,4 +110,9 @@ expect "it answers after the restart" curl -fsS --max-time 20 "$(sb_url "$a")" -
 ctl destroy "$a" >/dev/null
 gone() { ! find /sys/fs/cgroup -path "*$CGROUP_PARENT/$a" -type d 2>/dev/null | grep -q .; }
 expect "destroyed: its cgroup is gone in every hierarchy" wait_for 10 gone
+# what runsc made above it in the v1 hierarchies (empty now), then the unit's own
+for d in /sys/fs/cgroup/*"$UNIT" "$V2$UNIT"; do
+	rmdir "$d/sandboxes" "$d/cgroupd" "$d" 2>/dev/null || true
+done
+expect "no cgroup of the unit is left" sh -c "! ls -d /sys/fs/cgroup/*$UNIT $V2$UNIT 2>/dev/null"
 log "PASS"

@@ -179,9 +179,11 @@ if [ -z "${FAULT_STEPS:-}" ]; then
 	p=$(create web wait)
 	[ -n "$p" ] || fail "no sandbox to snapshot"
 	rc=0
-	out=$(call "/org/warren/Warren1/sandbox/$p" org.warren.Warren1.Sandbox Snapshot s "seal$K" 2>&1) || rc=$?
+	# dbus-send prints the error's name (busctl only its message)
+	out=$(dbus-send --system --print-reply --reply-timeout=120000 --dest=org.warren.Warren1 \
+		"/org/warren/Warren1/sandbox/$p" org.warren.Warren1.Sandbox.Snapshot string:"seal$K" 2>&1) || rc=$?
 	expect "the Snapshot failed (rc $rc: $out)" test "$rc" != 0
-	expect "with a named error" grep -q "SnapshotFailed" <<<"$out"
+	expect "with a named error" grep -q "Error.SnapshotFailed" <<<"$out"
 	expect "snapshotd died at image-seal" wait_for 30 sh -c "! kill -0 $PID_snapshotd 2>/dev/null"
 	expect "at that step" grep -q "fault point image-seal reached" "$T/snapshotd.log"
 	restart_daemon snapshotd
