@@ -9,6 +9,7 @@
 #include "macro.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ json_str(FILE *f, const char *s)
 }
 
 static void
-json_array(FILE *f, char *const *v, size_t n)
+write_str_array(FILE *f, char *const *v, size_t n)
 {
 	fputc('[', f);
 	for (size_t i = 0; i < n; i++) {
@@ -59,9 +60,9 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 		"{\"ociVersion\":\"1.0.2\",\"process\":{\"terminal\":false,"
 		"\"user\":{\"uid\":%u,\"gid\":%u},\"args\":",
 		s->uid, s->gid);
-	json_array(f, s->argv, s->argc);
+	write_str_array(f, s->argv, s->argc);
 	fputs(",\"env\":", f);
-	json_array(f, s->env, s->envc);
+	write_str_array(f, s->env, s->envc);
 	fputs(",\"cwd\":", f);
 	json_str(f, s->cwd && s->cwd[0] ? s->cwd : "/");
 	if (s->agent_source)
@@ -109,6 +110,36 @@ oci_spec_write(const char *bundle_dir, const struct oci_spec *s)
 	snprintf(path, sizeof path, "%s/config.json", bundle_dir);
 	int r = file_write_atomic(path, buf, len, 0600, false);
 	free(buf);
+	return r;
+}
+
+int
+oci_spec_set_netns(const char *bundle_dir, const char *netns_path)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/config.json", bundle_dir);
+	json_error_t err;
+	/* the spawner's own file (root's 0600 in its runtime dir), bounded all the same */
+	json_t *spec = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+	if (!spec)
+		return -EINVAL;
+	int r = -ENOENT;
+	json_t *ns = json_object_get(json_object_get(spec, "linux"), "namespaces"), *e;
+	size_t i;
+	json_array_foreach(ns, i, e)
+	{
+		if (json_is_string(json_object_get(e, "type")) &&
+		    !strcmp(json_string_value(json_object_get(e, "type")), "network"))
+			r = json_object_set_new(e, "path", json_string(netns_path)) < 0 ? -ENOMEM
+											: 0;
+	}
+	char *text = r == 0 ? json_dumps(spec, JSON_COMPACT) : NULL;
+	json_decref(spec);
+	if (r == 0 && !text)
+		r = -ENOMEM;
+	if (r == 0)
+		r = file_write_atomic(path, text, strlen(text), 0600, false);
+	free(text);
 	return r;
 }
 

@@ -57,3 +57,6 @@ int oci_spec_limits_option(struct oci_limits *l, int opt, const char *arg);
 
 /* Write bundle_dir/config.json. */
 int oci_spec_write(const char *bundle_dir, const struct oci_spec *s);
+/* Point an existing bundle's network namespace at netns_path: a sandbox adopted from an earlier
+ * spawner names that spawner's fd, and its restore in place must name this one's. */
+int oci_spec_set_netns(const char *bundle_dir, const char *netns_path);

@@ -1420,13 +1420,24 @@ handle_checkpoint(struct ipc_call *call, void *ud)
 	char *argv[] = {(char *)cfg->runsc, runsc_root, "checkpoint", image, sb->id, NULL};
 	const Warren__V1__CheckpointSandboxRequest *q = call->req->checkpoint_sandbox;
 	/* a restore in place needs the slot's addresses (netnsd's); without them it is not tried */
-	bool resume = q->resume && q->sandbox_addr && q->host_addr;
+	bool resume = q->resume && q->sandbox_addr && q->host_addr && sb->console;
 	if (resume && sb->rootfs_fd < 0) {
 		/* adopted from an earlier spawner: the template's tree, opened and checked now */
 		sb->rootfs_fd = q->rootfs && *q->rootfs
 					? rootfs_open(templates_fd, cfg->templates_dir, q->rootfs,
 						      why, sizeof why)
 					: -EINVAL;
+		char netns[64];
+		snprintf(netns, sizeof netns, "/proc/%d/fd/%d", (int)getpid(), sb->nsfd);
+		int nr = sb->rootfs_fd >= 0 ? oci_spec_set_netns(sb->bundle, netns) : 0;
+		if (nr < 0) {
+			log_warning_errno(nr,
+					  "Sandbox %s: cannot name this spawner's namespace in "
+					  "its bundle: %m",
+					  sb->id);
+			sb->rootfs_fd = safe_close(sb->rootfs_fd);
+			snprintf(why, sizeof why, "its bundle could not be updated");
+		}
 		if (sb->rootfs_fd < 0) {
 			log_warning("Sandbox %s: no rootfs for a restore in place (%s): the "
 				    "supervisor restores it from the sealed image",

@@ -124,6 +124,10 @@ expect "exec in adopted v (its agent)" sh -c "warrenctl exec $v -- /bin/busybox 
 call "/org/warren/Warren1/sandbox/$a" org.warren.Warren1.Sandbox Snapshot s "rs$K" >/dev/null ||
 	fail "snapshot of adopted a"
 expect "a answers after its snapshot" wait_for 30 answers "$a" Hello
+# the spawner restored it in place (its bundle now names this spawner's namespace fd), not the
+# supervisor from the sealed image
+expect "adopted a was restored in place by the new spawner" \
+	grep -q "Sandbox $a: restored in place after its checkpoint" "$T/netnsd.log"
 warrenctl destroy "$a" >/dev/null
 expect "destroying adopted a leaves no runtime" wait_for 20 sh -c "! kill -0 $pa 2>/dev/null && ! test -e $T/netnsd/sandboxes/$a && ! test -e $T/netnsd/bundles/$a"
 warrenctl destroy "$v" >/dev/null
