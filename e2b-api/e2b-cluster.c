@@ -179,11 +179,15 @@ call_finished(struct evhttp_request *r, void *arg)
 	free(c);
 }
 
-/* to "ADDR:PORT": the cluster key when to is the local clusterd, else the peer token */
+/* to the local clusterd (the cluster key) or to another host's control plane at to,
+ * "ADDR:PORT" (the peer token): which one is the caller's choice, never the address's */
 static int
 call(struct e2b_api *a, const char *to, enum evhttp_cmd_type method, const char *uri,
      const void *body, size_t len, size_t max, int timeout_s, call_done done, void *arg)
 {
+	bool clusterd = to == NULL;
+	if (clusterd)
+		to = a->cluster_addr;
 	char host[24];
 	const char *colon = strrchr(to, ':');
 	if (!addr_ok(to) || !colon)
@@ -211,7 +215,7 @@ call(struct e2b_api *a, const char *to, enum evhttp_cmd_type method, const char 
 	struct evkeyvalq *h = evhttp_request_get_output_headers(r);
 	evhttp_add_header(h, "Host", to);
 	evhttp_add_header(h, "Content-Type", "application/json");
-	if (!strcmp(to, a->cluster_addr))
+	if (clusterd)
 		evhttp_add_header(h, KEY_HEADER, a->cluster_key);
 	else
 		evhttp_add_header(h, PEER_HEADER, a->peer_token);
@@ -315,8 +319,8 @@ e2b_cluster_forward(struct e2b_api *a, struct evhttp_request *req, const char *i
 	f->req = req;
 	snprintf(f->id, sizeof f->id, "%s", id);
 	snprintf(uri, sizeof uri, "/v1/owners/%s", id);
-	int r = call(a, a->cluster_addr, EVHTTP_REQ_GET, uri, NULL, 0, CLUSTERD_ANSWER_MAX,
-		     CLUSTERD_TIMEOUT_S, owner_answered, f);
+	int r = call(a, NULL, EVHTTP_REQ_GET, uri, NULL, 0, CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S,
+		     owner_answered, f);
 	if (r < 0) {
 		free(f);
 		e2b_http_reply_error(req, 500, "Cannot ask the cluster: %s", strerror(-r));
@@ -510,7 +514,7 @@ e2b_cluster_create(struct e2b_api *a, struct evhttp_request *req, const char *te
 	json_t *b = json_pack("{s:s}", "template", template);
 	_cleanup_free_ char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
-	int r = text ? call(a, a->cluster_addr, EVHTTP_REQ_POST, "/v1/place", text, strlen(text),
+	int r = text ? call(a, NULL, EVHTTP_REQ_POST, "/v1/place", text, strlen(text),
 			    CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S, placed, c)
 		     : -ENOMEM;
 	if (r < 0) {
@@ -602,9 +606,10 @@ hosts_answered(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 		const char *to = url_addr(json_string_value(json_object_get(h, "e2b")));
 		if (!name || !to || !strcmp(name, self))
 			continue;
+		l->waiting++;
 		if (call(a, to, EVHTTP_REQ_GET, evhttp_request_get_uri(l->req), NULL, 0,
-			 PEER_ANSWER_MAX, LIST_TIMEOUT_S, peer_listed, l) == 0)
-			l->waiting++;
+			 PEER_ANSWER_MAX, LIST_TIMEOUT_S, peer_listed, l) < 0)
+			l->waiting--;
 	}
 	if (--l->waiting == 0)
 		list_done(l);
@@ -621,7 +626,7 @@ e2b_cluster_list(struct e2b_api *a, struct evhttp_request *req, struct e2b_list_
 	l->v = v;
 	l->n = l->cap = n;
 	l->page = *page;
-	if (call(a, a->cluster_addr, EVHTTP_REQ_GET, "/v1/hosts", NULL, 0, CLUSTERD_ANSWER_MAX,
+	if (call(a, NULL, EVHTTP_REQ_GET, "/v1/hosts", NULL, 0, CLUSTERD_ANSWER_MAX,
 		 CLUSTERD_TIMEOUT_S, hosts_answered, l) < 0)
 		list_done(l);
 }

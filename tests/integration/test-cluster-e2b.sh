@@ -31,10 +31,10 @@ expect "each host publishes its E2B control plane in its host record" wait_for 3
 # --- the SDK through h1 only ---
 RUN=run$$
 OUT=$TM/sdk.out
+rc=0
 (cd "$E2B_DIR" && in_ns h1 env E2B_API_URL="http://$NET.1:$E2B_PORT" \
 	E2B_SANDBOX_URL="http://$NET.1:$GW_PORT" E2B_API_KEY="$E2B_KEY" TEMPLATE=base RUN=$RUN \
-	COUNT=4 timeout 400 node cluster.mjs >"$OUT" 2>&1)
-rc=$?
+	COUNT=4 timeout 400 node cluster.mjs >"$OUT" 2>&1) || rc=$?
 sed 's/^/  sdk /' "$OUT" >&2
 [ $rc = 0 ] || fail "the SDK script failed ($rc)"
 read -r -a IDS < <(sed -n 's/^ids: //p' "$OUT")
