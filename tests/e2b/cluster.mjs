@@ -56,14 +56,16 @@ for (const s of boxes) {
   ok(`setTimeout ${s.sandboxId}: endAt about 240 s from now`, left > 200 && left <= 245, left)
 }
 
-// pause and connect (the owner's control plane), then a command through the gateway
+// pause and connect each (its owner's control plane), then a command through the gateway
+for (const s of boxes) {
+  ok(`pause ${s.sandboxId}`, (await s.pause()) === true)
+  ok(`${s.sandboxId} reports paused`, (await Sandbox.getInfo(s.sandboxId)).state === 'paused')
+  const again = await Sandbox.connect(s.sandboxId, { timeoutMs: 180_000 })
+  ok(`connect resumes ${s.sandboxId}`, (await Sandbox.getInfo(s.sandboxId)).state === 'running')
+  const r = await again.commands.run('cat /tmp/cluster.txt')
+  ok(`and its file is still there`, r.stdout === `written to ${s.sandboxId} through one gateway\n`, r.stdout)
+}
 const p = boxes[COUNT - 1]
-ok(`pause ${p.sandboxId}`, (await p.pause()) === true)
-ok('it reports paused', (await Sandbox.getInfo(p.sandboxId)).state === 'paused')
-const again = await Sandbox.connect(p.sandboxId, { timeoutMs: 120_000 })
-ok('connect resumes it', (await Sandbox.getInfo(p.sandboxId)).state === 'running')
-const r = await again.commands.run('cat /tmp/cluster.txt')
-ok('and its file is still there', r.stdout === `written to ${p.sandboxId} through one gateway\n`, r.stdout)
 
 // kill: each through the front door
 for (const s of boxes.slice(0, COUNT - 1)) {
