@@ -242,6 +242,16 @@ relay(struct evhttp_request *req, int status, json_t *body, bool bad, const char
 				     bad ? " with JSON" : "");
 		return;
 	}
+	/* the client's key was good here: a peer's 401 is the cluster's misconfiguration (no
+	 * --cluster there, or another key), not the client's */
+	if (status == 401) {
+		log_warning("Host %s refused this host's peer token: is it started with --cluster "
+			    "and the same cluster key?",
+			    host);
+		e2b_http_reply_error(req, 502, "Host %s refused this host's cluster credentials",
+				     host);
+		return;
+	}
 	if (!body) {
 		evhttp_send_reply(req, status, NULL, NULL);
 		return;
