@@ -579,6 +579,30 @@ handle_place(struct cluster *c, struct evhttp_request *req)
 	reply_json(req, 200, json_pack("{s:s, s:o}", "self", c->name, "hosts", list));
 }
 
+/* POST /v1/reserve {"host": NAME, "delta": 1 | -1}: the E2B control plane forwards a create to
+ * NAME (1) and has its answer (-1). Placement counts it as its own front door's creates are
+ * counted ("the placement race, designed out"): until the forwarded create answers, by when
+ * the target republished its record with the create in it. */
+static void
+handle_reserve(struct cluster *c, struct evhttp_request *req)
+{
+	size_t len;
+	_cleanup_free_ char *body = body_of(req, &len);
+	json_error_t err;
+	json_t *j = body ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &err) : NULL;
+	const char *host = json_string_value(json_object_get(j, "host"));
+	json_t *d = json_object_get(j, "delta");
+	json_int_t delta = json_is_integer(d) ? json_integer_value(d) : 0;
+	if (!host || !cluster_input_name_ok(host) || (delta != 1 && delta != -1)) {
+		json_decref(j);
+		return reply_error(req, 400, "InvalidArgument",
+				   "a body {\"host\": NAME, \"delta\": 1 or -1} is needed");
+	}
+	place_reserve(c->reservations, &c->n_reservations, host, (int)delta);
+	json_decref(j);
+	reply_json(req, 200, json_object());
+}
+
 /* GET /v1/hosts: {self, hosts: [{name, e2b}]}, every registered host with an E2B control plane */
 static void
 handle_hosts(struct cluster *c, struct evhttp_request *req)
@@ -716,6 +740,8 @@ on_request(struct evhttp_request *req, void *arg)
 		return handle_internal_create(c, req);
 	if (!strcmp(uri, "/v1/place") && cmd == EVHTTP_REQ_POST)
 		return handle_place(c, req);
+	if (!strcmp(uri, "/v1/reserve") && cmd == EVHTTP_REQ_POST)
+		return handle_reserve(c, req);
 	if (!strcmp(uri, "/v1/hosts") && cmd == EVHTTP_REQ_GET)
 		return handle_hosts(c, req);
 	if (!strncmp(uri, "/v1/owners/", 11) && cmd == EVHTTP_REQ_GET)

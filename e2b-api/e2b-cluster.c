@@ -345,13 +345,14 @@ struct create {
 	char template[E2B_TEMPLATE_MAX + 1], self[64];
 	json_t *hosts; /* [{name, e2b}] in the order to try */
 	size_t next;
-	char host[64], id[E2B_ID_LEN + 1];
+	char host[64], to[24], id[E2B_ID_LEN + 1];
 	json_t *answer; /* the 201 body, held while the route is awaited */
 	uint64_t route_deadline_usec;
 	struct event *timer;
 };
 
 static void try_next(struct create *c);
+static void forward_create(struct create *c);
 
 static void
 create_free(struct create *c)
@@ -430,9 +431,37 @@ route_check(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
+reserved(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
+{
+	(void)a;
+	(void)body;
+	(void)bad;
+	if (status != 200)
+		log_debug("clusterd did not take a reservation (%d)", status);
+	if (arg)
+		forward_create(arg);
+}
+
+/* placement counts a create forwarded to host (delta 1) until it answers (-1), as clusterd's
+ * own front door does; then (c) forwards it */
+static void
+reserve(struct e2b_api *a, const char *host, int delta, struct create *c)
+{
+	json_t *b = json_pack("{s:s, s:i}", "host", host, "delta", delta);
+	_cleanup_free_ char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	json_decref(b);
+	if (!text || call(a, NULL, EVHTTP_REQ_POST, "/v1/reserve", text, strlen(text),
+			  CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S, reserved, c) < 0) {
+		if (c)
+			forward_create(c);
+	}
+}
+
+static void
 peer_created(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 {
 	struct create *c = arg;
+	reserve(a, c->host, -1, NULL);
 	/* a host that is full (or cannot be reached) is skipped for the next, as clusterd's own
 	 * front door does: a stale capacity record costs one round trip */
 	if (status == 0 || status == 503 || status == 429) {
@@ -483,12 +512,22 @@ try_next(struct create *c)
 			}
 			return create_free(c);
 		}
-		struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
-		size_t len = evbuffer_get_length(in);
-		unsigned char *p = len ? evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
-		if (call(a, to, EVHTTP_REQ_POST, evhttp_request_get_uri(c->req), p, len,
-			 PEER_ANSWER_MAX, PEER_TIMEOUT_S, peer_created, c) == 0)
-			return;
+		snprintf(c->to, sizeof c->to, "%s", to);
+		return reserve(a, c->host, 1, c);
+	}
+}
+
+/* the client's body, unchanged, to the chosen host's control plane */
+static void
+forward_create(struct create *c)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
+	size_t len = evbuffer_get_length(in);
+	unsigned char *p = len ? evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
+	if (call(c->a, c->to, EVHTTP_REQ_POST, evhttp_request_get_uri(c->req), p, len,
+		 PEER_ANSWER_MAX, PEER_TIMEOUT_S, peer_created, c) < 0) {
+		reserve(c->a, c->host, -1, NULL);
+		try_next(c);
 	}
 }
 
