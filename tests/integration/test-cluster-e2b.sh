@@ -8,6 +8,8 @@
 # work through h1. Then what a client must not do: reach a host's control plane as a peer
 # without the peer token (none, a wrong one, the cluster key itself, two), make a peer's request
 # be forwarded again; and the cluster key never leaves clusterd and e2b-api (not in an answer).
+# Last, two front doors (h2, h3) creating at once, forwarding to each other, fill the cluster
+# (two on every host), a seventh create is refused 503 (full), and h1 lists and kills all six.
 E2B_CLUSTER=1
 source "$(dirname "$0")/cluster-lib.sh"
 E2B_TEMPLATE=base
@@ -136,4 +138,39 @@ expect "kill the remote sandbox $REMOTE through h1 (204)" \
 gone_left() { ! hbus "$lh" busctl --system call org.warren.Warren1 /org/warren/Warren1 \
 	org.warren.Warren1.Manager ListSandboxes | grep -q "$REMOTE"; }
 expect "and it is gone from its host" wait_for 15 gone_left
+
+# --- two front doors at once, forwarding to each other, until the cluster is full ---
+# (each host's pool has two slots: six creates fill the cluster, one on every slot)
+two_free() { [ "$(pool_free "$1")" = 2 ]; }
+for i in 1 2 3; do expect "h$i's pool has both slots free again" wait_for 60 two_free "$i"; done
+create_at() { # create_at I N: a create through host I's control plane, as job N
+	in_ns "h$1" curl -s --max-time 150 -o "$TM/c.$2" -w '%{http_code}' -H "X-API-Key: $E2B_KEY" \
+		-H 'Content-Type: application/json' -d '{"templateID":"base","timeout":300}' \
+		"http://$NET.$1:$E2B_PORT/sandboxes" >"$TM/c.$2.code"
+}
+jobs_=()
+for n in 1 2 3 4 5 6; do
+	create_at $((2 + n % 2)) "$n" &
+	jobs_+=($!)
+done
+for j in "${jobs_[@]}"; do wait "$j" || true; done
+FILLED=()
+for n in 1 2 3 4 5 6; do
+	code=$(cat "$TM/c.$n.code")
+	expect "create $n through h$((2 + n % 2)), while the other front door creates too: 201 ($code)" \
+		test "$code" = 201
+	FILLED+=("$(python3 -c "import json; print(json.load(open('$TM/c.$n'))['sandboxID'])")")
+done
+USED=$(for id in "${FILLED[@]}"; do host_of "$id"; done | sort | uniq -c | awk '{print $1"xh"$2}' | tr '\n' ' ')
+expect "the six landed two on every host ($USED)" test "$USED" = "2xh1 2xh2 2xh3 "
+st=$(api 1 -H "X-API-Key: $E2B_KEY" -H 'Content-Type: application/json' \
+	-d '{"templateID":"base"}' /sandboxes)
+expect "a seventh create through h1: the cluster is full (503: $(cat "$TM/e2b.out"))" test "$st" = 503
+expect "every one listed through h1" test "$(api 1 -H "X-API-Key: $E2B_KEY" "/v2/sandboxes")" = 200
+expect "  (six)" python3 -c "import json,sys; d=json.load(open('$TM/e2b.out')); \
+	sys.exit(sorted(s['sandboxID'] for s in d) != sorted('${FILLED[*]}'.split()))"
+for id in "${FILLED[@]}"; do
+	expect "kill $id (h$(host_of "$id")) through h1" \
+		test "$(api 1 -H "X-API-Key: $E2B_KEY" -X DELETE "/sandboxes/$id")" = 204
+done
 log "PASS"
