@@ -246,6 +246,7 @@ handle_internal_create(struct cluster *c, struct evhttp_request *req)
 
 struct candidate {
 	char name[CLUSTER_NAME_MAX + 1], addr[24];
+	char e2b[32]; /* its E2B control plane's http://ADDR:PORT, or "" */
 };
 
 struct front_create {
@@ -434,6 +435,9 @@ read_hosts(struct cluster *c, const char *template, struct place_host **hosts,
 					     : 0;
 			snprintf((*cand)[*n].name, sizeof(*cand)->name, "%s", name);
 			snprintf((*cand)[*n].addr, sizeof(*cand)->addr, "%s", addr);
+			const char *e2b = json_string_value(json_object_get(j, "e2b"));
+			if (e2b && cluster_input_url_ok(e2b))
+				snprintf((*cand)[*n].e2b, sizeof(*cand)->e2b, "%s", e2b);
 			(*n)++;
 		}
 		json_decref(j);
@@ -523,6 +527,144 @@ handle_create(struct cluster *c, struct evhttp_request *req)
 	try_next(f);
 }
 
+/* --- for the local E2B control plane (docs/MULTIHOST.md, "The E2B front door") ---
+ *
+ * warren-e2b-api does its own creates (its records hold E2B's metadata, tokens and lifetimes),
+ * so clusterd only places them and says where a sandbox is: the E2B control plane forwards the
+ * call to the chosen host's. Hosts that publish no E2B control plane are left out. */
+
+static json_t *
+host_json(const struct candidate *h)
+{
+	return json_pack("{s:s, s:s}", "name", h->name, "e2b", h->e2b);
+}
+
+/* POST /v1/place {"template": T}: {self, hosts: [{name, e2b}]}, the hosts to try in the order
+ * of the placement policy (the front door's reservations included) */
+static void
+handle_place(struct cluster *c, struct evhttp_request *req)
+{
+	size_t len;
+	char template[72], rid[CLUSTER_RID_MAX + 1];
+	_cleanup_free_ char *body = body_of(req, &len);
+	if (!body ||
+	    cluster_input_create(body, len, template, sizeof template, rid, sizeof rid) < 0)
+		return reply_error(req, 400, "InvalidArgument",
+				   "a body {\"template\": NAME} is needed");
+	if (!cluster_connected(c))
+		return reply_error(req, 503, "ClusterUnavailable",
+				   "this host is cut off from etcd");
+	struct place_host *hosts = NULL;
+	struct candidate *cand = NULL;
+	size_t n = 0;
+	if (read_hosts(c, template, &hosts, &cand, &n) < 0)
+		return reply_error(req, 503, "ClusterUnavailable", "etcd did not answer");
+	_cleanup_free_ size_t *order = calloc(n + 1, sizeof *order);
+	size_t m = order ? place_order(hosts, n, c->reservations, c->n_reservations, c->k, rnd,
+				       NULL, order)
+			 : 0;
+	json_t *list = json_array();
+	for (size_t i = 0; i < m; i++)
+		if (cand[order[i]].e2b[0])
+			json_array_append_new(list, host_json(&cand[order[i]]));
+	free(hosts);
+	free(cand);
+	if (json_array_size(list) == 0) {
+		json_decref(list);
+		return reply_error(req, 503, "ClusterFull",
+				   "no host with an E2B control plane has a free slot for a %s "
+				   "sandbox",
+				   template);
+	}
+	reply_json(req, 200, json_pack("{s:s, s:o}", "self", c->name, "hosts", list));
+}
+
+/* POST /v1/reserve {"host": NAME, "delta": 1 | -1}: the E2B control plane forwards a create to
+ * NAME (1) and has its answer (-1). Placement counts it as its own front door's creates are
+ * counted ("the placement race, designed out"): until the forwarded create answers, by when
+ * the target republished its record with the create in it. */
+static void
+handle_reserve(struct cluster *c, struct evhttp_request *req)
+{
+	size_t len;
+	_cleanup_free_ char *body = body_of(req, &len);
+	json_error_t err;
+	json_t *j = body ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &err) : NULL;
+	const char *host = json_string_value(json_object_get(j, "host"));
+	json_t *d = json_object_get(j, "delta");
+	json_int_t delta = json_is_integer(d) ? json_integer_value(d) : 0;
+	if (!host || !cluster_input_name_ok(host) || (delta != 1 && delta != -1)) {
+		json_decref(j);
+		return reply_error(req, 400, "InvalidArgument",
+				   "a body {\"host\": NAME, \"delta\": 1 or -1} is needed");
+	}
+	place_reserve(c->reservations, &c->n_reservations, host, (int)delta);
+	json_decref(j);
+	reply_json(req, 200, json_object());
+}
+
+/* GET /v1/hosts: {self, hosts: [{name, e2b}]}, every registered host with an E2B control plane */
+static void
+handle_hosts(struct cluster *c, struct evhttp_request *req)
+{
+	struct place_host *hosts = NULL;
+	struct candidate *cand = NULL;
+	size_t n = 0;
+	if (read_hosts(c, "", &hosts, &cand, &n) < 0)
+		return reply_error(req, 503, "ClusterUnavailable", "etcd did not answer");
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++)
+		if (cand[i].e2b[0])
+			json_array_append_new(list, host_json(&cand[i]));
+	free(hosts);
+	free(cand);
+	reply_json(req, 200, json_pack("{s:s, s:o}", "self", c->name, "hosts", list));
+}
+
+/* GET /v1/owners/<id>: {id, self, host, e2b} from the sandbox's owner record and its host's
+ * record (e2b "" when that host is gone or publishes none); 404 NoSuchSandbox */
+static void
+handle_owner(struct cluster *c, struct evhttp_request *req, const char *id)
+{
+	if (!cluster_input_id_ok(id))
+		return reply_error(req, 400, "InvalidArgument", "a sandbox id is 12 hex digits");
+	_cleanup_free_ char *ok = cluster_key(c, "owners", id);
+	char *text = NULL;
+	int r = ok ? etcd_get(&c->etcd, ok, &text) : -ENOMEM;
+	if (r == -ENOENT)
+		return reply_error(req, 404, "NoSuchSandbox", "no sandbox %s in the cluster", id);
+	if (r < 0)
+		return reply_error(req, 503, "ClusterUnavailable", "etcd did not answer");
+	json_error_t err;
+	json_t *o = json_loads(text, 0, &err);
+	free(text);
+	const char *host = json_string_value(json_object_get(o, "host"));
+	if (!host || !cluster_input_name_ok(host)) {
+		json_decref(o);
+		return reply_error(req, 502, "BadRecord", "the owner record of %s is malformed",
+				   id);
+	}
+	char owner[CLUSTER_NAME_MAX + 1], e2b[32] = "";
+	snprintf(owner, sizeof owner, "%s", host);
+	json_decref(o);
+	_cleanup_free_ char *hk = cluster_key(c, "hosts", owner);
+	text = NULL;
+	r = hk ? etcd_get(&c->etcd, hk, &text) : -ENOMEM;
+	if (r < 0 && r != -ENOENT)
+		return reply_error(req, 503, "ClusterUnavailable", "etcd did not answer");
+	if (r >= 0) {
+		json_t *h = json_loads(text, 0, &err);
+		const char *u = json_string_value(json_object_get(h, "e2b"));
+		if (u && cluster_input_url_ok(u))
+			snprintf(e2b, sizeof e2b, "%s", u);
+		json_decref(h);
+		free(text);
+	}
+	reply_json(req, 200,
+		   json_pack("{s:s, s:s, s:s, s:s}", "id", id, "self", c->name, "host", owner,
+			     "e2b", e2b));
+}
+
 /* --- reading the cluster --- */
 
 static json_t *
@@ -596,6 +738,14 @@ on_request(struct evhttp_request *req, void *arg)
 		return handle_list(c, req);
 	if (!strcmp(uri, "/v1/internal/create") && cmd == EVHTTP_REQ_POST)
 		return handle_internal_create(c, req);
+	if (!strcmp(uri, "/v1/place") && cmd == EVHTTP_REQ_POST)
+		return handle_place(c, req);
+	if (!strcmp(uri, "/v1/reserve") && cmd == EVHTTP_REQ_POST)
+		return handle_reserve(c, req);
+	if (!strcmp(uri, "/v1/hosts") && cmd == EVHTTP_REQ_GET)
+		return handle_hosts(c, req);
+	if (!strncmp(uri, "/v1/owners/", 11) && cmd == EVHTTP_REQ_GET)
+		return handle_owner(c, req, uri + 11);
 	reply_error(req, 404, "NotFound", "no such route");
 }
 

@@ -66,6 +66,12 @@ cluster_input_addr_ok(const char *s)
 	return a < 256 && b < 256 && c < 256 && d < 256 && port > 0 && port < 65536;
 }
 
+bool
+cluster_input_url_ok(const char *s)
+{
+	return s && !strncmp(s, "http://", 7) && cluster_input_addr_ok(s + 7);
+}
+
 /* {"template": "...", "request_id": "..."} (request_id optional: rid[0] stays 0) */
 int
 cluster_input_create(const char *body, size_t len, char *template, size_t tlen, char *rid,

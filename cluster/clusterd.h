@@ -60,6 +60,7 @@ struct cluster {
 	struct evhttp *http;
 	struct etcd etcd;
 	const char *name, *advertise, *gateway_url, *prefix;
+	const char *e2b_url; /* this host's E2B control plane, published (NULL: none) */
 	char key[CLUSTER_KEY_MAX + 1];
 	int lease_ttl;
 	unsigned k;
@@ -119,6 +120,8 @@ bool cluster_input_rid_ok(const char *s);
 bool cluster_input_template_ok(const char *s);
 bool cluster_input_id_ok(const char *s);
 bool cluster_input_addr_ok(const char *s);
+/* http://ADDR:PORT (IPv4), what a host publishes as its E2B control plane */
+bool cluster_input_url_ok(const char *s);
 int cluster_input_create(const char *body, size_t len, char *template, size_t tlen, char *rid,
 			 size_t rlen);
 

@@ -34,6 +34,9 @@ usage(void)
 	       "                         --listen)\n"
 	       "  --gateway-url URL      this host's gateway as clients reach it (published;\n"
 	       "                         http://ADDR:PORT for other hosts' gateways to proxy to)\n"
+	       "  --e2b-url URL          this host's E2B control plane, http://ADDR:PORT as the\n"
+	       "                         other hosts' reach it (published: the E2B front door\n"
+	       "                         forwards creates and calls there)\n"
 	       "  --gateway-socket PATH  the gateway's cluster socket: push it the routes to\n"
 	       "                         other hosts' sandboxes (default: no routing across\n"
 	       "                         hosts)\n"
@@ -112,13 +115,26 @@ main(int argc, char **argv)
 	const char *key_path = KEY_DEFAULT_PATH, *user = NULL;
 	bool user_given = false;
 	char hostname[256];
-	enum { O_NAME = 2000, O_ADV, O_GW, O_ETCD, O_KEY, O_PREFIX, O_TTL, O_K, O_USER, O_GWSOCK };
+	enum {
+		O_NAME = 2000,
+		O_ADV,
+		O_GW,
+		O_ETCD,
+		O_KEY,
+		O_PREFIX,
+		O_TTL,
+		O_K,
+		O_USER,
+		O_GWSOCK,
+		O_E2B
+	};
 	static const struct option opts[] = {DAEMON_COMMON_OPTIONS,
 					     {"name", required_argument, NULL, O_NAME},
 					     {"listen", required_argument, NULL, 'l'},
 					     {"advertise", required_argument, NULL, O_ADV},
 					     {"gateway-url", required_argument, NULL, O_GW},
 					     {"gateway-socket", required_argument, NULL, O_GWSOCK},
+					     {"e2b-url", required_argument, NULL, O_E2B},
 					     {"etcd", required_argument, NULL, O_ETCD},
 					     {"cluster-key", required_argument, NULL, O_KEY},
 					     {"prefix", required_argument, NULL, O_PREFIX},
@@ -147,6 +163,11 @@ main(int argc, char **argv)
 			break;
 		case O_GW:
 			c.gateway_url = optarg;
+			break;
+		case O_E2B:
+			if (!cluster_input_url_ok(optarg))
+				return log_error("Bad --e2b-url (http://ADDR:PORT, IPv4)"), 2;
+			c.e2b_url = optarg;
 			break;
 		case O_GWSOCK:
 			c.gateway_socket = optarg;

@@ -106,6 +106,9 @@ member_publish(struct cluster *c)
 			  (int)size, "free_slots", (int)free_slots, "pending",
 			  (int)(c->pending + c->inflight), "mem_avail", (json_int_t)mem, "load1",
 			  load1, "warm", cluster_bus_warm(c), "accepting", cluster_connected(c));
+	/* the E2B control plane, for the other hosts' (docs/MULTIHOST.md, "The E2B front door") */
+	if (j && c->e2b_url)
+		json_object_set_new(j, "e2b", json_string(c->e2b_url));
 	_cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	_cleanup_free_ char *key = cluster_key(c, "hosts", c->name);
 	json_decref(j);

@@ -5,6 +5,7 @@
 #pragma once
 #include <event2/event.h>
 #include <event2/http.h>
+#include <jansson.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,6 +35,7 @@ struct e2b_sandbox {
 };
 
 #define E2B_HOST_NETS_MAX 256
+#define E2B_CLUSTER_KEY_MAX 256
 
 struct e2b_api {
 	struct event_base *base;
@@ -57,6 +59,13 @@ struct e2b_api {
 	/* fork tags still to remove: RemoveTag is refused while a child is being restored */
 	char pending_tags[16][32];
 	size_t n_pending_tags;
+	/* e2b-cluster.c: the E2B front door on a cluster (docs/MULTIHOST.md); off without
+	 * --cluster. The cluster key goes only to the local clusterd (an operator-given
+	 * address); other hosts' control planes get the peer token derived from it. */
+	bool clustered;
+	char cluster_addr[24]; /* the local clusterd, ADDR:PORT */
+	char cluster_key[E2B_CLUSTER_KEY_MAX + 1];
+	char peer_token[65];
 	/* the host's own subnets when the daemon started: closed to "on", so to allowOut too */
 	struct egress_entry host_nets[E2B_HOST_NETS_MAX];
 	size_t n_host_nets;
@@ -75,9 +84,10 @@ struct e2b_bus_entry {
 	char id[E2B_ID_LEN + 1];
 	char state[24];
 };
-/* egress: the CreateSandbox option (NULL: the template's policy) */
+/* egress: the CreateSandbox option (NULL: the template's policy); pool_timeout_ms: how long
+ * to wait for a free slot (0: the supervisor's default) */
 int e2b_bus_create(struct e2b_api *a, const char *template, const char *egress,
-		   char id[E2B_ID_LEN + 1], sd_bus_error *e);
+		   uint32_t pool_timeout_ms, char id[E2B_ID_LEN + 1], sd_bus_error *e);
 int e2b_bus_sandbox_call(struct e2b_api *a, const char *id, const char *method, sd_bus_error *e);
 int e2b_bus_state(struct e2b_api *a, const char *id, char *state, size_t len);
 /* SetTimeout(seconds, action) of the sandbox: the supervisor enforces the lifetime ("kill" or
@@ -106,6 +116,41 @@ int e2b_agent_init(struct e2b_api *a, const char *id, const char *body, size_t l
 
 /* e2b-http.c */
 int e2b_http_start(struct e2b_api *a, int listen_fd);
+/* POST /sandboxes on this host. placed: a peer or this front door placed it here, so a host
+ * without a free slot refuses at once. -EBUSY (and no answer sent) when this host is full and
+ * may_refuse; else 0, the request answered. */
+int e2b_http_create(struct e2b_api *a, struct evhttp_request *req, bool placed, bool may_refuse);
+void e2b_http_reply_json(struct evhttp_request *req, int status, json_t *j);
+void e2b_http_reply_error(struct evhttp_request *req, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* a list's entries, before they are sorted and cut into a page */
+struct e2b_list_entry {
+	uint64_t started_usec;
+	char id[E2B_ID_LEN + 1];
+	json_t *j; /* SandboxDetail */
+};
+struct e2b_page {
+	bool v2, has_token;
+	unsigned limit;
+	uint64_t token_started;
+	char token_id[E2B_ID_LEN + 1];
+};
+/* sorts entries, answers the page; frees the entries and their JSON */
+void e2b_http_list_reply(struct evhttp_request *req, struct e2b_list_entry *v, size_t n,
+			 const struct e2b_page *page);
+
+/* e2b-cluster.c: the E2B front door on a cluster (docs/MULTIHOST.md) */
+/* before the lock-down: the cluster key (root's, not readable by others), the peer token */
+int e2b_cluster_setup(struct e2b_api *a, const char *clusterd, const char *key_path);
+/* 1: a peer's request with the right token, 0: none, -1: a wrong or malformed one */
+int e2b_cluster_peer(struct e2b_api *a, struct evhttp_request *req);
+/* a create placed by clusterd and forwarded to the chosen host's control plane */
+void e2b_cluster_create(struct e2b_api *a, struct evhttp_request *req, const char *template);
+/* a call for a sandbox this host has no record of: to its owner's control plane, or 404 */
+void e2b_cluster_forward(struct e2b_api *a, struct evhttp_request *req, const char *id);
+/* this host's entries, merged with every other host's (takes the entries) */
+void e2b_cluster_list(struct e2b_api *a, struct evhttp_request *req, struct e2b_list_entry *v,
+		      size_t n, const struct e2b_page *page);
 void e2b_http_tick(evutil_socket_t fd, short what, void *arg);
 
 /* e2b-api-lockdown.c */

@@ -31,8 +31,8 @@ sandbox_path(const char *id)
 }
 
 int
-e2b_bus_create(struct e2b_api *a, const char *template, const char *egress, char id[E2B_ID_LEN + 1],
-	       sd_bus_error *e)
+e2b_bus_create(struct e2b_api *a, const char *template, const char *egress,
+	       uint32_t pool_timeout_ms, char id[E2B_ID_LEN + 1], sd_bus_error *e)
 {
 	sd_bus_message *m = NULL, *reply = NULL;
 	int r = sd_bus_message_new_method_call(a->bus, &m, BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
@@ -46,6 +46,8 @@ e2b_bus_create(struct e2b_api *a, const char *template, const char *egress, char
 		r = sd_bus_message_append(m, "{sv}", "wait", "b", 1);
 	if (r >= 0 && a->backend)
 		r = sd_bus_message_append(m, "{sv}", "backend", "s", a->backend);
+	if (r >= 0 && pool_timeout_ms)
+		r = sd_bus_message_append(m, "{sv}", "pool_timeout_ms", "u", pool_timeout_ms);
 	/* the operator's template policy is the most a client's network may open: the supervisor
 	 * checks it against the template the create uses */
 	if (r >= 0 && egress)

@@ -52,6 +52,23 @@ reply_error(struct evhttp_request *req, int status, const char *fmt, ...)
 	reply_json(req, status, json_pack("{s:i, s:s}", "code", status, "message", msg));
 }
 
+void
+e2b_http_reply_json(struct evhttp_request *req, int status, json_t *j)
+{
+	reply_json(req, status, j);
+}
+
+void
+e2b_http_reply_error(struct evhttp_request *req, int status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	reply_json(req, status, json_pack("{s:i, s:s}", "code", status, "message", msg));
+}
+
 static void
 reply_empty(struct evhttp_request *req, int status)
 {
@@ -503,12 +520,13 @@ refuse_host_subnets(struct e2b_api *a, struct evhttp_request *req, const char *e
 	return hit != 0;
 }
 
-static void
-handle_create(struct e2b_api *a, struct evhttp_request *req)
+int
+e2b_http_create(struct e2b_api *a, struct evhttp_request *req, bool placed, bool may_refuse)
 {
+	int ret = 0;
 	json_t *body = read_body(req, true);
 	if (!body)
-		return;
+		return 0;
 	const char *template = json_string_value(json_object_get(body, "templateID"));
 	uint32_t timeout = 15;
 	/* secure: E2B's documented default is true, and the SDK (2.x) sends no field for it:
@@ -565,6 +583,10 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 	}
 	e2b_kv_free(env_check, n_env);
 	if (a->n_sandboxes >= a->max_sandboxes) {
+		if (may_refuse) {
+			ret = -EBUSY;
+			goto out;
+		}
 		reply_error(req, 429, "This host keeps at most %zu E2B sandboxes",
 			    a->max_sandboxes);
 		goto out;
@@ -579,9 +601,20 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 		goto out;
 	char id[E2B_ID_LEN + 1];
 	sd_bus_error e = SD_BUS_ERROR_NULL;
-	r = r < 0 ? r : e2b_bus_create(a, template, egress[0] ? egress : NULL, id, &e);
+	/* a create placed here by the cluster's policy is refused at once when this host has no
+	 * free slot after all (its record was stale): the front door tries the next host */
+	r = r < 0 ? r
+		  : e2b_bus_create(a, template, egress[0] ? egress : NULL, placed ? 1000 : 0, id,
+				   &e);
 	if (r < 0) {
 		int status = e2b_bus_error_status(&e, r);
+		if (may_refuse && status == 503 &&
+		    (sd_bus_error_has_name(&e, "org.warren.Warren1.Error.PoolExhausted") ||
+		     sd_bus_error_has_name(&e, "org.warren.Warren1.Error.HostFull"))) {
+			sd_bus_error_free(&e);
+			ret = -EBUSY;
+			goto out;
+		}
 		reply_error(req, status, "Cannot create a sandbox from '%s': %s", template,
 			    e.message ? e.message : strerror(-r));
 		sd_bus_error_free(&e);
@@ -640,6 +673,7 @@ handle_create(struct e2b_api *a, struct evhttp_request *req)
 out:
 	e2b_kv_free(meta, n_meta);
 	json_decref(body);
+	return ret;
 }
 
 struct list_query {
@@ -714,54 +748,96 @@ meta_matches(const struct e2b_sandbox *s, const struct list_query *q)
 }
 
 static int
-cmp_sandbox(const void *x, const void *y)
+cmp_entry(const void *x, const void *y)
 {
-	const struct e2b_sandbox *a = *(struct e2b_sandbox *const *)x,
-				 *b = *(struct e2b_sandbox *const *)y;
+	const struct e2b_list_entry *a = x, *b = y;
 	if (a->started_usec != b->started_usec)
 		return a->started_usec < b->started_usec ? -1 : 1;
 	return strcmp(a->id, b->id);
 }
 
+void
+e2b_http_list_reply(struct evhttp_request *req, struct e2b_list_entry *v, size_t n,
+		    const struct e2b_page *page)
+{
+	if (n)
+		qsort(v, n, sizeof *v, cmp_entry);
+	size_t start = 0;
+	if (page->has_token)
+		while (start < n && (v[start].started_usec < page->token_started ||
+				     (v[start].started_usec == page->token_started &&
+				      strcmp(v[start].id, page->token_id) <= 0)))
+			start++;
+	json_t *out = json_array();
+	size_t end = start;
+	for (; end < n && end - start < page->limit; end++)
+		json_array_append(out, v[end].j);
+	if (page->v2 && end < n) {
+		char token[E2B_TOKEN_MAX];
+		e2b_input_format_token(v[end - 1].started_usec, v[end - 1].id, token);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "x-next-token", token);
+	}
+	for (size_t i = 0; i < n; i++)
+		json_decref(v[i].j);
+	free(v);
+	reply_json(req, 200, out);
+}
+
+/* peer: a front door of the cluster asks for this host's part of its list: every match, with
+ * its start time for the merge (_startedUsec, taken off before a client sees it) */
 static void
-handle_list(struct e2b_api *a, struct evhttp_request *req, bool v2)
+handle_list(struct e2b_api *a, struct evhttp_request *req, bool v2, bool peer)
 {
 	struct list_query q;
 	if (parse_list_query(req, &q, v2) < 0)
 		return;
 	reconcile(a);
-	struct e2b_sandbox **v = calloc(a->n_sandboxes + 1, sizeof *v);
+	struct e2b_list_entry *v = calloc(a->n_sandboxes + 1, sizeof *v);
 	if (!v) {
 		e2b_kv_free(q.meta, q.n_meta);
 		reply_error(req, 500, "Out of memory");
 		return;
 	}
-	size_t n = 0;
+	/* one ListTemplates per template, not per sandbox */
+	struct {
+		const char *template;
+		uint64_t mem;
+	} memo[16];
+	size_t n = 0, n_memo = 0;
 	for (struct e2b_sandbox *s = a->sandboxes; s; s = s->next) {
 		unsigned st = s->paused ? E2B_STATE_PAUSED : E2B_STATE_RUNNING;
-		if ((q.states & st) && meta_matches(s, &q))
-			v[n++] = s;
+		if (!(q.states & st) || !meta_matches(s, &q))
+			continue;
+		uint64_t mem = 0;
+		size_t k;
+		for (k = 0; k < n_memo && strcmp(memo[k].template, s->template); k++)
+			;
+		if (k < n_memo) {
+			mem = memo[k].mem;
+		} else {
+			mem = template_memory(a, s->template);
+			if (n_memo < 16)
+				memo[n_memo++] = (typeof(memo[0])){s->template, mem};
+		}
+		v[n].started_usec = s->started_usec;
+		memcpy(v[n].id, s->id, sizeof v[n].id);
+		v[n].j = detail_json(a, s, mem, false);
+		if (peer)
+			json_object_set_new(v[n].j, "_startedUsec",
+					    json_integer((json_int_t)s->started_usec));
+		n++;
 	}
-	qsort(v, n, sizeof *v, cmp_sandbox);
-	size_t start = 0;
-	if (q.has_token)
-		while (start < n && (v[start]->started_usec < q.token_started ||
-				     (v[start]->started_usec == q.token_started &&
-				      strcmp(v[start]->id, q.token_id) <= 0)))
-			start++;
-	json_t *out = json_array();
-	size_t end = start;
-	for (; end < n && end - start < q.limit; end++)
-		json_array_append_new(
-			out, detail_json(a, v[end], template_memory(a, v[end]->template), false));
-	if (v2 && end < n) {
-		char token[E2B_TOKEN_MAX];
-		e2b_input_format_token(v[end - 1]->started_usec, v[end - 1]->id, token);
-		evhttp_add_header(evhttp_request_get_output_headers(req), "x-next-token", token);
-	}
-	free(v);
 	e2b_kv_free(q.meta, q.n_meta);
-	reply_json(req, 200, out);
+	struct e2b_page page = {.v2 = v2,
+				.has_token = q.has_token,
+				.limit = peer ? UINT32_MAX : q.limit,
+				.token_started = q.token_started};
+	memcpy(page.token_id, q.token_id, sizeof page.token_id);
+	if (peer)
+		page.v2 = page.has_token = false;
+	if (a->clustered && !peer)
+		return e2b_cluster_list(a, req, v, n, &page);
+	e2b_http_list_reply(req, v, n, &page);
 }
 
 /* the record of /sandboxes/{id}..., after a check with the supervisor; 404 when there is none */
@@ -1119,6 +1195,28 @@ handle_health(struct evhttp_request *req)
 	reply_json(req, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* a create at this front door of a cluster: a body this host would refuse is refused here
+ * (the local create's own answer), else clusterd places it */
+static void
+create_placed(struct e2b_api *a, struct evhttp_request *req)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+	unsigned char *p = len && len <= E2B_BODY_MAX ? evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
+	json_error_t err;
+	json_t *j = p ? json_loadb((const char *)p, len, JSON_REJECT_DUPLICATES, &err) : NULL;
+	const char *t = json_string_value(json_object_get(j, "templateID"));
+	if (!t || !e2b_input_template_ok(t)) {
+		json_decref(j);
+		e2b_http_create(a, req, false, false);
+		return;
+	}
+	char template[E2B_TEMPLATE_MAX + 1];
+	snprintf(template, sizeof template, "%s", t);
+	json_decref(j);
+	e2b_cluster_create(a, req, template);
+}
+
 static void
 on_request(struct evhttp_request *req, void *arg)
 {
@@ -1133,15 +1231,27 @@ on_request(struct evhttp_request *req, void *arg)
 		handle_health(req);
 		return;
 	}
-	if (!authorized(a, req))
+	/* another host's control plane (the E2B front door on a cluster) with the peer token:
+	 * answered from this host's records only, never forwarded again. A wrong token is
+	 * refused, never taken for a missing one. */
+	int peer = e2b_cluster_peer(a, req);
+	if (peer < 0) {
+		log_warning("A request with a wrong peer token refused");
+		reply_error(req, 401, "Invalid peer token");
 		return;
+	}
+	if (!peer && !authorized(a, req))
+		return;
+	bool front = a->clustered && !peer; /* this host answers for the cluster */
 	bool v2 = !strncmp(path, "/v2/", 4);
 	const char *p = v2 ? path + 3 : path; /* "/sandboxes..." */
 	if (!strcmp(p, "/sandboxes")) {
-		if (m == EVHTTP_REQ_POST)
-			handle_create(a, req);
+		if (m == EVHTTP_REQ_POST && front)
+			create_placed(a, req);
+		else if (m == EVHTTP_REQ_POST)
+			e2b_http_create(a, req, peer, false);
 		else if (m == EVHTTP_REQ_GET)
-			handle_list(a, req, v2);
+			handle_list(a, req, v2, peer);
 		else
 			reply_error(req, 405, "Method not allowed");
 		return;
@@ -1184,6 +1294,9 @@ on_request(struct evhttp_request *req, void *arg)
 	}
 	if (idlen <= E2B_ID_LEN)
 		memcpy(id, rest, idlen);
+	/* a sandbox this host has no record of may be another host's */
+	if (front && e2b_input_id_ok(id) && !e2b_store_find(a, id))
+		return e2b_cluster_forward(a, req, id);
 	struct e2b_sandbox *s = lookup(a, req, id);
 	if (!s)
 		return;

@@ -42,6 +42,13 @@ usage(void)
 	       "  --max-timeout S        longest sandbox lifetime in seconds (default 86400)\n"
 	       "  --max-sandboxes N      E2B sandboxes kept at once (default "
 	       "1024)\n"
+	       "  --cluster ADDR:PORT    the local warren-clusterd: be a front door of the "
+	       "cluster\n"
+	       "                         (creates placed on any host, calls and lists for every\n"
+	       "                         host's sandboxes; docs/MULTIHOST.md)\n"
+	       "  --cluster-key PATH     the cluster key (default /etc/warren/cluster-key; "
+	       "root's,\n"
+	       "                         group warren-cluster, 0640: run with that group)\n"
 	       "  --ifname-prefix P      netnsd's --ifname-prefix: its veths' subnets are the\n"
 	       "                         pool's, not the host's (default "
 	       "wrn)\n" DAEMON_COMMON_HELP);
@@ -108,6 +115,7 @@ main(int argc, char **argv)
 			    .max_sandboxes = 1024};
 	const char *listen_addr = "127.0.0.1:8302", *gateway = "127.0.0.1:8300";
 	const char *state_dir = "/var/lib/warren/e2b", *user = NULL, *ifname_prefix = "wrn";
+	const char *cluster = NULL, *cluster_key = "/etc/warren/cluster-key";
 	bool user_given = false;
 	enum {
 		O_GATEWAY = 2000,
@@ -121,24 +129,29 @@ main(int argc, char **argv)
 		O_MAXT,
 		O_MAXS,
 		O_DUSER,
-		O_IFPREFIX
+		O_IFPREFIX,
+		O_CLUSTER,
+		O_CLUSTER_KEY
 	};
-	static const struct option opts[] = {DAEMON_COMMON_OPTIONS,
-					     {"listen", required_argument, NULL, 'l'},
-					     {"gateway", required_argument, NULL, O_GATEWAY},
-					     {"api-keys", required_argument, NULL, O_KEYS},
-					     {"state-dir", required_argument, NULL, O_STATE},
-					     {"user", required_argument, NULL, O_USER},
-					     {"backend", required_argument, NULL, O_BACKEND},
-					     {"domain", required_argument, NULL, O_DOMAIN},
-					     {"envd-version", required_argument, NULL, O_ENVD},
-					     {"default-user", required_argument, NULL, O_DUSER},
-					     {"cpu-count", required_argument, NULL, O_CPU},
-					     {"max-timeout", required_argument, NULL, O_MAXT},
-					     {"max-sandboxes", required_argument, NULL, O_MAXS},
-					     {"ifname-prefix", required_argument, NULL, O_IFPREFIX},
-					     {"help", no_argument, NULL, 'h'},
-					     {}};
+	static const struct option opts[] = {
+		DAEMON_COMMON_OPTIONS,
+		{"listen", required_argument, NULL, 'l'},
+		{"gateway", required_argument, NULL, O_GATEWAY},
+		{"api-keys", required_argument, NULL, O_KEYS},
+		{"state-dir", required_argument, NULL, O_STATE},
+		{"user", required_argument, NULL, O_USER},
+		{"backend", required_argument, NULL, O_BACKEND},
+		{"domain", required_argument, NULL, O_DOMAIN},
+		{"envd-version", required_argument, NULL, O_ENVD},
+		{"default-user", required_argument, NULL, O_DUSER},
+		{"cpu-count", required_argument, NULL, O_CPU},
+		{"max-timeout", required_argument, NULL, O_MAXT},
+		{"max-sandboxes", required_argument, NULL, O_MAXS},
+		{"ifname-prefix", required_argument, NULL, O_IFPREFIX},
+		{"cluster", required_argument, NULL, O_CLUSTER},
+		{"cluster-key", required_argument, NULL, O_CLUSTER_KEY},
+		{"help", no_argument, NULL, 'h'},
+		{}};
 	daemon_common_init(&dc, "e2b-api");
 	int c;
 	unsigned long v;
@@ -199,6 +212,12 @@ main(int argc, char **argv)
 				return log_error("Bad --ifname-prefix"), 2;
 			ifname_prefix = optarg;
 			break;
+		case O_CLUSTER:
+			cluster = optarg;
+			break;
+		case O_CLUSTER_KEY:
+			cluster_key = optarg;
+			break;
 		case 'h':
 			usage();
 			return 0;
@@ -240,6 +259,9 @@ main(int argc, char **argv)
 	if (nn < 0)
 		return log_error_errno(nn, "Cannot read the host's subnets: %m"), 1;
 	a.n_host_nets = (size_t)nn;
+	/* the cluster key: a file of root's its group reads, opened before the lock-down */
+	if (cluster && !dc.seccomp_probe && e2b_cluster_setup(&a, cluster, cluster_key) < 0)
+		return 1;
 	/* libcrypto reads its configuration on first use: before the filter */
 	uint8_t d[32];
 	api_key_digest("warm-up", 7, d);
@@ -262,8 +284,9 @@ main(int argc, char **argv)
 	struct timeval one = {1, 0};
 	event_add(a.timer, &one);
 	notify_send("READY=1");
-	log_info("Ready: http://%s/ (E2B API), gateway %s, keys %s", listen_addr, gateway,
-		 a.keys_path);
+	log_info("Ready: http://%s/ (E2B API), gateway %s, keys %s%s%s", listen_addr, gateway,
+		 a.keys_path, a.clustered ? ", front door of the cluster through clusterd " : "",
+		 a.clustered ? a.cluster_addr : "");
 	daemon_run(&dc);
 	event_free(a.timer);
 	evhttp_free(a.http);

@@ -82,6 +82,21 @@ start_host_gateway() {
 		--cluster-net "$NET.0/24"
 	wait_for 10 test -S "$T/gwc/cluster.sock" || fail "the gateway's cluster socket is missing"
 }
+# E2B_CLUSTER=1 (test-cluster-e2b.sh): each host also runs warren-e2b-api on its address,
+# port E2B_PORT, a front door of the cluster through its clusterd (with the group that reads
+# the cluster key), and its clusterd publishes it
+E2B_PORT=$((18400 + K))
+start_host_e2b() {
+	local i=$1 gid
+	gid=$(getent group warren-cluster | cut -d: -f3)
+	install -d -m 0700 -o warren-e2b -g warren-e2b "$T/e2b"
+	daemon e2b setpriv --reuid=warren-e2b --regid=warren-e2b --groups="$gid" --no-new-privs \
+		"$LIBEXEC/warren-e2b-api" --listen "$NET.$i:$E2B_PORT" --gateway "127.0.0.1:$GW_PORT" \
+		--api-keys "$TM/etc/api-keys" --state-dir "$T/e2b" --ifname-prefix "$IFPREFIX" \
+		--cluster "$NET.$i:$CPORT" --cluster-key "$TM/etc/cluster-key"
+	wait_for 10 in_ns "h$i" curl -fsS "http://$NET.$i:$E2B_PORT/health" ||
+		fail "warren-e2b-api of h$i did not start: $(cat "$T/e2b.log")"
+}
 # start_host I: host I's daemons in its namespace, with its own directory, bus, veth prefix,
 # pool subnet, nftables table and cgroup parent (lib.sh's variables, made local here: the
 # functions it calls see them)
@@ -101,8 +116,11 @@ start_host() {
 	daemon clusterd "$LIBEXEC/warren-clusterd" --name "h$i" --listen "$NET.$i:$CPORT" \
 		--gateway-url "http://$NET.$i:$GW_PORT" --etcd "$ETCD_EPS" \
 		--cluster-key "$TM/etc/cluster-key" --lease-ttl "$TTL" \
-		--gateway-socket "$T/gwc/cluster.sock"
-	eval "HPIDS_$i=\"$PID_netnsd $PID_snapshotd $PID_gateway $PID_supervisor $PID_clusterd\""
+		--gateway-socket "$T/gwc/cluster.sock" \
+		${E2B_CLUSTER:+--e2b-url "http://$NET.$i:$E2B_PORT"}
+	PID_e2b=""
+	[ -n "${E2B_CLUSTER:-}" ] && start_host_e2b "$i"
+	eval "HPIDS_$i=\"$PID_netnsd $PID_snapshotd $PID_gateway $PID_supervisor $PID_clusterd $PID_e2b\""
 	PID_netnsd="" # lib.sh's clean-up knows one host: stop_host does each
 }
 # stop_host I [SIGNAL]: its daemons and bus (kill -9: a host lost), then what they leave

@@ -128,6 +128,13 @@ test_input(void **state)
 	assert_false(cluster_input_addr_ok("10.0.0.1:0"));
 	assert_false(cluster_input_addr_ok("10.0.0.1:8303x"));
 	assert_false(cluster_input_addr_ok("host:8303"));
+	/* a host's E2B control plane as it publishes it */
+	assert_true(cluster_input_url_ok("http://10.0.0.1:8302"));
+	assert_false(cluster_input_url_ok("https://10.0.0.1:8302"));
+	assert_false(cluster_input_url_ok("http://10.0.0.1:8302/"));
+	assert_false(cluster_input_url_ok("http://evil.example:8302"));
+	assert_false(cluster_input_url_ok("10.0.0.1:8302"));
+	assert_false(cluster_input_url_ok(NULL));
 }
 
 int
