@@ -13,6 +13,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus-event.h"
+#include "catalog.h"
 #include "place.h"
 
 struct seccomp_policy;
@@ -82,7 +83,9 @@ struct cluster {
 	char hop_token[65];
 	char *routes_pushed; /* the table the gateway has (serialized); NULL: push it */
 	uint64_t routes_generation;
-	bool routes_busy; /* a push is waiting for the gateway's answers */
+	bool routes_busy;  /* a push is waiting for the gateway's answers */
+	bool routes_dirty; /* the catalog changed during that push: refresh when it is done */
+	struct catalog_watch *watch; /* catalog-watch.c */
 };
 
 /* cluster-bus.c: org.warren.Warren1 */
@@ -106,9 +109,14 @@ char *cluster_key(struct cluster *c, const char *kind, const char *name);
 
 /* gateway-routes.c: the remote part of the catalog, pushed to the local gateway */
 int gateway_routes_init(struct cluster *c);
-/* owners: the owner records as catalog_sync read them (keys under owner_prefix) */
-void gateway_routes_sync(struct cluster *c, const struct etcd_kv *owners, size_t n_owners,
-			 const char *owner_prefix);
+/* builds the routes from the watched catalog and pushes them if they changed (or the gateway
+ * came back); nothing before the first full read of the catalog */
+void gateway_routes_refresh(struct cluster *c);
+
+/* catalog-watch.c: the owner and host records, kept current by an etcd watch */
+int catalog_watch_start(struct cluster *c);
+/* NULL until the first full read */
+const struct catalog_table *catalog_watch_table(struct cluster *c);
 
 /* cluster-http.c: the front door, the cluster list, the host-to-host create */
 int cluster_http_start(struct cluster *c, int listen_fd);

@@ -51,16 +51,69 @@ expect "the E2B agent port through h1 without the agent token: 403 from h2's gat
 	test "$(via 1 "$X" -H "E2b-Sandbox-Id: $X" -H "E2b-Sandbox-Port: 49983")" = 403
 
 # --- a sandbox made later is routed by itself; destroyed, it is not ---
+ms_now() { echo $(($(date +%s%N) / 1000000)); }
+# poll_ms SECONDS CMD...: poll every 20 ms; prints the milliseconds it took, fails after SECONDS
+poll_ms() {
+	local t0 end=$(($(date +%s) + $1))
+	t0=$(ms_now)
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -ge "$end" ] && return 1
+		sleep 0.02
+	done
+	echo $(($(ms_now) - t0))
+}
 Y=$(make_on 3)
 [ -n "$Y" ] || fail "no sandbox made on h3"
 log "sandbox $Y runs on h3"
-expect "sandbox $Y, made later on h3, becomes routable through h1" wait_for 30 serves 1 "$Y"
+ms=$(poll_ms 30 serves 1 "$Y") || fail "sandbox $Y, made later on h3, never became routable through h1"
+log "ok: sandbox $Y, made later on h3, became routable through h1 $ms ms after its create answered (h3 writes its owner record at its next tick)"
 destroy_on 3 "$Y"
-expect "once destroyed, h1 no longer routes $Y (404)" wait_for 30 not_routed 1 "$Y"
+ms=$(poll_ms 30 not_routed 1 "$Y") || fail "h1 still routes $Y after its destroy"
+log "ok: once destroyed, h1 no longer routes $Y (404), $ms ms after the destroy answered"
+
+# --- the watch: how soon an owner record written to etcd is routed by another host ---
+ec() { in_ns e1 etcdctl --endpoints "$ETCD_EPS" "$@"; }
+expect "h1's clusterd watches the catalog" grep -q "Watching the catalog from revision" \
+	"$TM/h1/clusterd.log"
+# an owner record naming a host with no record: h1 routes its sandbox lost (503 naming the
+# host) once its watch hears of it, not before (404); and 404 again once it is deleted
+lost_at() { [ "$(via "$1" "$2")" = 503 ] && grep -q "$3 is gone" "$TM/rbody"; }
+put_ms=() del_ms=()
+for n in 1 2 3 4 5; do
+	W=$(printf 'c0ffee%06d' "$n")
+	ec put "/warren/owners/$W" '{"host":"h8","template":"app"}' >/dev/null
+	ms=$(poll_ms 10 lost_at 1 "$W" h8) || fail "h1 never routed the owner record of $W"
+	put_ms+=("$ms")
+	ec del "/warren/owners/$W" >/dev/null
+	ms=$(poll_ms 10 not_routed 1 "$W") || fail "h1 still routes $W after its owner record went"
+	del_ms+=("$ms")
+done
+log "ok: an owner record put in etcd is routed by h1 within ${put_ms[*]} ms (after etcdctl returned), a deleted one unrouted within ${del_ms[*]} ms"
+
+# --- the etcd member h1 watches through is killed: the watch moves to another member ---
+WM=$(grep -o "Watching the catalog from revision [0-9]* ([^)]*) on [0-9.:]*" "$TM/h1/clusterd.log" |
+	tail -1 | awk '{print $NF}')
+VJ=""
+for j in 1 2 3; do [ "$NET.$((10 + j)):2379" = "$WM" ] && VJ=$j; done
+[ -n "$VJ" ] || fail "cannot tell which etcd member h1 watches through ($WM)"
+eval "vpid=\$ETCD_PID_$VJ"
+kill -9 "$vpid"
+wait "$vpid" 2>/dev/null || true
+log "killed etcd member m$VJ, the one h1's watch used"
+W=c0ffee000099
+at_exit "in_ns e1 etcdctl --endpoints $ETCD_EPS del /warren/owners/$W >/dev/null 2>&1"
+ec put "/warren/owners/$W" '{"host":"h8","template":"app"}' >/dev/null
+ms=$(poll_ms 20 lost_at 1 "$W" h8) || fail "with m$VJ dead, h1 never routed $W"
+log "ok: with m$VJ dead, h1's watch went on through another member: $W routed after $ms ms"
+expect "h1's clusterd read the catalog again" grep -q "The catalog watch is lost" "$TM/h1/clusterd.log"
+ec del "/warren/owners/$W" >/dev/null
+expect "and unrouted once deleted" wait_for 10 not_routed 1 "$W"
+start_etcd "$VJ"
+expect "etcd member m$VJ is back" wait_for 60 etcd_healthy
 
 # --- a forged catalog: a host record naming etcd's client port as its gateway ---
 FAKE=feedfacecafe
-ec() { in_ns e1 etcdctl --endpoints "$ETCD_EPS" "$@"; }
 ec put /warren/hosts/h9 "{\"name\":\"h9\",\"gateway\":\"http://$NET.11:2379\"}" >/dev/null
 ec put "/warren/owners/$FAKE" '{"host":"h9","template":"app"}' >/dev/null
 at_exit "in_ns e1 etcdctl --endpoints $ETCD_EPS del /warren/hosts/h9 /warren/owners/$FAKE >/dev/null 2>&1"
