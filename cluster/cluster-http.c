@@ -596,6 +596,8 @@ on_request(struct evhttp_request *req, void *arg)
 		return handle_list(c, req);
 	if (!strcmp(uri, "/v1/internal/create") && cmd == EVHTTP_REQ_POST)
 		return handle_internal_create(c, req);
+	if (cluster_fork_route(c, req, uri, cmd))
+		return;
 	reply_error(req, 404, "NotFound", "no such route");
 }
 
@@ -613,4 +615,16 @@ cluster_http_start(struct cluster *c, int listen_fd)
 	if (evhttp_accept_socket(c->http, listen_fd) < 0)
 		return -EINVAL;
 	return 0;
+}
+
+void
+cluster_http_reply(struct evhttp_request *req, int status, json_t *j)
+{
+	reply_json(req, status, j);
+}
+
+char *
+cluster_http_body(struct evhttp_request *req, size_t *len)
+{
+	return body_of(req, len);
 }

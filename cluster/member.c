@@ -243,8 +243,10 @@ member_tick(evutil_socket_t fd, short what, void *arg)
 		log_info("Registered as %s (lease %llx, %d s)", c->name,
 			 (unsigned long long)c->lease, c->lease_ttl);
 	}
-	if (member_publish(c) >= 0)
+	if (member_publish(c) >= 0) {
 		catalog_sync(c, fresh);
+		cluster_fork_tags_sync(c, fresh);
+	}
 	/* the gateway came back (or a push failed): push the table again */
 	if (!c->routes_pushed)
 		gateway_routes_refresh(c);

@@ -1,7 +1,8 @@
 /* Unit tests of warren-clusterd's watched catalog (cluster/catalog-table.c): etcd's watch
  * messages and range answers as its JSON gateway writes them (captured from etcd 3.4), what is
  * refused (malformed, an error message, over the bounds), and the table they build: puts and
- * deletes of owner and host records, foreign keys and malformed records left out. */
+ * deletes of owner and host records, foreign keys and malformed records left out; and the
+ * fork bodies clusterd takes (cluster/cluster-input.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -162,14 +163,48 @@ test_owner_bound(void **state)
 	catalog_table_clear(&t);
 }
 
+/* POST /v1/forks and /v1/internal/fork bodies (cluster/cluster-input.c) */
+static void
+test_fork_input(void **state)
+{
+	char tag[CLUSTER_TAG_MAX + 1], rid[CLUSTER_RID_MAX + 1], host[CLUSTER_NAME_MAX + 1];
+	unsigned count = 0;
+	(void)state;
+#define FORK(s) cluster_input_fork(s, strlen(s), tag, &count, rid, host)
+	assert_int_equal(FORK("{\"tag\":\"t1\",\"count\":3,\"request_id\":\"r-1\"}"), 0);
+	assert_string_equal(tag, "t1");
+	assert_int_equal(count, 3);
+	assert_string_equal(rid, "r-1");
+	assert_string_equal(host, "");
+	assert_int_equal(FORK("{\"tag\":\"t1\",\"count\":1,\"host\":\"h2\"}"), 0);
+	assert_string_equal(rid, "");
+	assert_string_equal(host, "h2");
+	/* refused: counts out of 1-200, a warm template's image, a bad tag, host or id */
+	assert_int_equal(FORK("{\"tag\":\"t1\",\"count\":0}"), -EINVAL);
+	assert_int_equal(FORK("{\"tag\":\"t1\",\"count\":201}"), -EINVAL);
+	assert_int_equal(FORK("{\"tag\":\"t1\",\"count\":\"1\"}"), -EINVAL);
+	assert_int_equal(FORK("{\"tag\":\"t1\",\"count\":1.5}"), -EINVAL);
+	assert_int_equal(FORK("{\"tag\":\"warm-web\",\"count\":1}"), -EINVAL);
+	assert_int_equal(FORK("{\"tag\":\"../x\",\"count\":1}"), -EINVAL);
+	assert_int_equal(FORK("{\"tag\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\"count\":1}"),
+			 -EINVAL);
+	assert_int_equal(FORK("{\"tag\":\"t1\",\"count\":1,\"host\":\"H/2\"}"), -EINVAL);
+	assert_int_equal(FORK("{\"tag\":\"t1\",\"count\":1,\"request_id\":\"a b\"}"), -EINVAL);
+	assert_int_equal(FORK("{\"tag\":\"t1\",\"tag\":\"t2\",\"count\":1}"), -EINVAL);
+	assert_int_equal(FORK("[]"), -EINVAL);
+#undef FORK
+	assert_true(cluster_input_tag_ok("snap_1-a"));
+	assert_false(cluster_input_tag_ok("warm-app"));
+	assert_false(cluster_input_tag_ok(""));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_watch),
-		cmocka_unit_test(test_bounds),
-		cmocka_unit_test(test_range_and_table),
-		cmocka_unit_test(test_owner_bound),
+		cmocka_unit_test(test_parse_watch),	cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_range_and_table), cmocka_unit_test(test_owner_bound),
+		cmocka_unit_test(test_fork_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
