@@ -6,7 +6,8 @@
 # through h1 by itself (clusterd's catalog refresh pushes it), and is no longer routed once
 # destroyed; an owner record written to etcd is routed within tens of milliseconds (the
 # watch), also once the member it watched through is killed; a fork at h1's front door is made
-# on its tag's host h3, and refused TagHostFull once h3 is full; a client's hop marker is stripped, not obeyed; a forged catalog (a host record in
+# on its tag's host h3, and refused TagHostFull once h3 is full (AccessDenied for a tag that is
+# not clusterd's user's); a client's hop marker is stripped, not obeyed; a forged catalog (a host record in
 # etcd naming etcd's own port as its gateway) routes nothing anywhere and leaves the other
 # routes working; a user other than clusterd's is refused on the gateway's cluster socket; a
 # restarted gateway gets its remote routes again from its clusterd; and once h2 is killed, h1 answers 503 for its sandbox, first because its gateway does not answer,
@@ -161,6 +162,16 @@ wait_for 15 tag_on ctag h3 || {
 	fail "h3 publishes tag ctag in the tag catalog"
 }
 log "ok: h3 publishes tag ctag in the tag catalog"
+# a tag of another user's (root snapshotted the same sandbox): clusterd may not fork it
+# (once the parent runs again after its own snapshot)
+snap_root() { hbus 3 busctl --system --timeout=120 call org.warren.Warren1 \
+	"/org/warren/Warren1/sandbox/$PARENT" org.warren.Warren1.Sandbox Snapshot s roottag; }
+wait_for 60 snap_root || fail "cannot snapshot $PARENT into roottag"
+expect "h3 publishes roottag too" wait_for 15 tag_on roottag h3
+st=$(fd 2 POST /v1/forks '{"tag":"roottag","count":1,"request_id":"fork-root"}')
+expect "a fork of root's tag is refused 403 AccessDenied ($st)" \
+	bash -c "[ $st = 403 ] && grep -q '\"error\":\"AccessDenied\"' '$TM/body.2'"
+expect "and made nothing (h3 runs its one sandbox)" test "$(local_count 3)" = 1
 t0=$(ms_now)
 st=$(fd 1 POST /v1/forks '{"tag":"ctag","count":1,"request_id":"fork-1"}')
 fork_ms=$(($(ms_now) - t0))
