@@ -70,7 +70,7 @@ Y=$(make_on 3)
 [ -n "$Y" ] || fail "no sandbox made on h3"
 log "sandbox $Y runs on h3"
 ms=$(poll_ms 30 serves 1 "$Y") || fail "sandbox $Y, made later on h3, never became routable through h1"
-log "ok: sandbox $Y, made later on h3, became routable through h1 $ms ms after its create answered (h3 writes its owner record at its next tick)"
+log "ok: sandbox $Y, made later on h3, became routable through h1 $ms ms after its create answered (h3 writes its owner record at a tick once its supervisor lists it, usually before the create answers)"
 destroy_on 3 "$Y"
 ms=$(poll_ms 30 not_routed 1 "$Y") || fail "h1 still routes $Y after its destroy"
 log "ok: once destroyed, h1 no longer routes $Y (404), $ms ms after the destroy answered"
