@@ -746,6 +746,8 @@ on_request(struct evhttp_request *req, void *arg)
 		return handle_hosts(c, req);
 	if (!strncmp(uri, "/v1/owners/", 11) && cmd == EVHTTP_REQ_GET)
 		return handle_owner(c, req, uri + 11);
+	if (cluster_fork_route(c, req, uri, cmd))
+		return;
 	reply_error(req, 404, "NotFound", "no such route");
 }
 
@@ -763,4 +765,16 @@ cluster_http_start(struct cluster *c, int listen_fd)
 	if (evhttp_accept_socket(c->http, listen_fd) < 0)
 		return -EINVAL;
 	return 0;
+}
+
+void
+cluster_http_reply(struct evhttp_request *req, int status, json_t *j)
+{
+	reply_json(req, status, j);
+}
+
+char *
+cluster_http_body(struct evhttp_request *req, size_t *len)
+{
+	return body_of(req, len);
 }

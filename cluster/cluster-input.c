@@ -2,6 +2,7 @@
  * door or from another host) before it is kept, sent to etcd or sent on D-Bus. Pure, so the unit
  * test and the fuzzer link it alone. */
 #include "clusterd.h"
+#include "names.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -93,6 +94,44 @@ cluster_input_create(const char *body, size_t len, char *template, size_t tlen, 
 	snprintf(template, tlen, "%s", json_string_value(t));
 	if (q)
 		snprintf(rid, rlen, "%s", json_string_value(q));
+	r = 0;
+out:
+	json_decref(j);
+	return r;
+}
+
+/* a user tag as the supervisor takes it (1-32 of [a-z0-9_-]), never a warm template's image */
+bool
+cluster_input_tag_ok(const char *s)
+{
+	return s && strlen(s) <= CLUSTER_TAG_MAX && tag_name_valid(s) && !tag_reserved(s);
+}
+
+/* {"tag": T, "count": 1-200, "request_id": R (optional: rid[0] stays 0), "host": H (optional:
+ * host[0] stays 0)} */
+int
+cluster_input_fork(const char *body, size_t len, char tag[CLUSTER_TAG_MAX + 1], unsigned *count,
+		   char rid[CLUSTER_RID_MAX + 1], char host[CLUSTER_NAME_MAX + 1])
+{
+	json_error_t err;
+	json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &err);
+	int r = -EINVAL;
+	if (!j || !json_is_object(j))
+		goto out;
+	json_t *t = json_object_get(j, "tag"), *n = json_object_get(j, "count");
+	json_t *q = json_object_get(j, "request_id"), *h = json_object_get(j, "host");
+	if (!json_is_string(t) || !cluster_input_tag_ok(json_string_value(t)) ||
+	    !json_is_integer(n) || json_integer_value(n) < 1 ||
+	    json_integer_value(n) > CLUSTER_FORK_MAX)
+		goto out;
+	if (q && (!json_is_string(q) || !cluster_input_rid_ok(json_string_value(q))))
+		goto out;
+	if (h && (!json_is_string(h) || !cluster_input_name_ok(json_string_value(h))))
+		goto out;
+	snprintf(tag, CLUSTER_TAG_MAX + 1, "%s", json_string_value(t));
+	*count = (unsigned)json_integer_value(n);
+	snprintf(rid, CLUSTER_RID_MAX + 1, "%s", q ? json_string_value(q) : "");
+	snprintf(host, CLUSTER_NAME_MAX + 1, "%s", h ? json_string_value(h) : "");
 	r = 0;
 out:
 	json_decref(j);

@@ -13,6 +13,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus-event.h"
+#include "catalog.h"
 #include "place.h"
 
 struct seccomp_policy;
@@ -22,6 +23,8 @@ struct ipc_client;
 #define CLUSTER_RID_MAX 64  /* a create's request id: [A-Za-z0-9_-] */
 #define CLUSTER_KEY_MAX 256
 #define CLUSTER_MAX_ENDPOINTS 8
+#define CLUSTER_TAG_MAX 32   /* a user tag: [a-z0-9_-] */
+#define CLUSTER_FORK_MAX 200 /* children of one fork: ForkTag's bound */
 
 /* etcd.c: etcd's v3 JSON gateway, blocking calls with a deadline, endpoints tried in turn */
 struct etcd {
@@ -83,7 +86,10 @@ struct cluster {
 	char hop_token[65];
 	char *routes_pushed; /* the table the gateway has (serialized); NULL: push it */
 	uint64_t routes_generation;
-	bool routes_busy; /* a push is waiting for the gateway's answers */
+	bool routes_busy;  /* a push is waiting for the gateway's answers */
+	bool routes_dirty; /* the catalog changed during that push: refresh when it is done */
+	struct catalog_watch *watch; /* catalog-watch.c */
+	char *tags_published;	     /* cluster-fork.c: the tag records written under the lease */
 };
 
 /* cluster-bus.c: org.warren.Warren1 */
@@ -107,12 +113,26 @@ char *cluster_key(struct cluster *c, const char *kind, const char *name);
 
 /* gateway-routes.c: the remote part of the catalog, pushed to the local gateway */
 int gateway_routes_init(struct cluster *c);
-/* owners: the owner records as catalog_sync read them (keys under owner_prefix) */
-void gateway_routes_sync(struct cluster *c, const struct etcd_kv *owners, size_t n_owners,
-			 const char *owner_prefix);
+/* builds the routes from the watched catalog and pushes them if they changed (or the gateway
+ * came back); nothing before the first full read of the catalog */
+void gateway_routes_refresh(struct cluster *c);
+
+/* catalog-watch.c: the owner and host records, kept current by an etcd watch */
+int catalog_watch_start(struct cluster *c);
+/* NULL until the first full read */
+const struct catalog_table *catalog_watch_table(struct cluster *c);
 
 /* cluster-http.c: the front door, the cluster list, the host-to-host create */
 int cluster_http_start(struct cluster *c, int listen_fd);
+/* for the routes of other files: a JSON answer (takes j), a bounded body (NULL: too big) */
+void cluster_http_reply(struct evhttp_request *req, int status, json_t *j);
+char *cluster_http_body(struct evhttp_request *req, size_t *len);
+
+/* cluster-fork.c: forks across hosts, on the tag's host (the tag catalog, the routes) */
+void cluster_fork_tags_sync(struct cluster *c, bool fresh_lease);
+/* true when it is a fork route (answered) */
+bool cluster_fork_route(struct cluster *c, struct evhttp_request *req, const char *uri,
+			enum evhttp_cmd_type cmd);
 
 /* cluster-input.c: what may come in (pure; unit-tested and fuzzed) */
 bool cluster_input_name_ok(const char *s);
@@ -124,6 +144,9 @@ bool cluster_input_addr_ok(const char *s);
 bool cluster_input_url_ok(const char *s);
 int cluster_input_create(const char *body, size_t len, char *template, size_t tlen, char *rid,
 			 size_t rlen);
+bool cluster_input_tag_ok(const char *s);
+int cluster_input_fork(const char *body, size_t len, char tag[CLUSTER_TAG_MAX + 1], unsigned *count,
+		       char rid[CLUSTER_RID_MAX + 1], char host[CLUSTER_NAME_MAX + 1]);
 
 /* clusterd-lockdown.c */
 extern const struct seccomp_policy clusterd_seccomp;

@@ -2,10 +2,10 @@
  * (every sandbox whose owner record names another host, with that host's gateway, or lost when
  * the host's lease lapsed) is pushed to the local gateway over its cluster socket, whole, each
  * time it changes: the gateway then proxies a request for such a sandbox to its host's gateway
- * without asking anyone (never an etcd read per request). The catalog is read once a tick
- * (member.c's catalog_sync already reads the owner records), so a sandbox created or destroyed
- * elsewhere is routed, or no longer, within about two ticks. The gateway checks every target
- * against its own configuration: what is sent here is a claim, not an order. */
+ * without asking anyone (never an etcd read per request). The catalog is the one
+ * catalog-watch.c keeps current with an etcd watch: a sandbox created or destroyed elsewhere is
+ * routed, or no longer, as soon as its owner record's event arrives. The gateway checks every
+ * target against its own configuration: what is sent here is a claim, not an order. */
 #include "clusterd.h"
 #include "ipc-client.h"
 #include "log.h"
@@ -94,37 +94,45 @@ parse_gateway_url(const char *url, struct remote *r)
 	return true;
 }
 
-/* The remote routes from the owner records and the host records: sorted as etcd returns them
- * (by key), so the same catalog gives the same table and no push. */
 static int
-build(struct cluster *c, const struct etcd_kv *owners, size_t n_owners, const char *owner_prefix,
-      json_t *hosts, struct remote **out, size_t *n)
+by_id(const void *a, const void *b)
 {
+	return strcmp(((const struct remote *)a)->id, ((const struct remote *)b)->id);
+}
+
+/* The remote routes from the watched owner and host records, sorted by id: the same catalog
+ * gives the same table, and no push. */
+static int
+build(struct cluster *c, const struct catalog_table *t, struct remote **out, size_t *n)
+{
+	size_t n_owners = json_object_size(t->owners);
+	const char *id;
+	json_t *host_j;
 	*out = calloc(n_owners ? n_owners : 1, sizeof **out);
 	*n = 0;
 	if (!*out)
 		return -ENOMEM;
-	for (size_t i = 0; i < n_owners && *n < MAX_ROUTES; i++) {
-		const char *id = owners[i].key + strlen(owner_prefix);
-		json_error_t err;
-		json_t *o = json_loads(owners[i].value, 0, &err);
-		const char *host = json_string_value(json_object_get(o, "host"));
+	json_object_foreach(t->owners, id, host_j)
+	{
+		const char *host = json_string_value(host_j);
 		struct remote *r = &(*out)[*n];
+		if (*n == n_owners || !host || !strcmp(host, c->name))
+			continue;
 		memset(r, 0, sizeof *r);
-		if (cluster_input_id_ok(id) && cluster_input_name_ok(host) &&
-		    strcmp(host, c->name)) {
-			json_t *h = json_object_get(hosts, host);
-			snprintf(r->id, sizeof r->id, "%s", id);
-			snprintf(r->host, sizeof r->host, "%s", host);
-			const char *url = json_string_value(json_object_get(h, "gateway"));
-			r->lost = !h; /* its lease lapsed: 503 at once, not a connect to nobody */
-			if (r->lost || parse_gateway_url(url, r))
-				(*n)++;
-			else
-				log_debug("Host %s publishes no usable gateway URL: %s not routed",
-					  host, id);
-		}
-		json_decref(o);
+		json_t *h = json_object_get(t->hosts, host);
+		snprintf(r->id, sizeof r->id, "%s", id);
+		snprintf(r->host, sizeof r->host, "%s", host);
+		r->lost = !h; /* its lease lapsed: 503 at once, not a connect to nobody */
+		if (r->lost || parse_gateway_url(json_string_value(h), r))
+			(*n)++;
+		else
+			log_debug("Host %s publishes no usable gateway URL: %s not routed", host,
+				  id);
+	}
+	qsort(*out, *n, sizeof **out, by_id);
+	if (*n > MAX_ROUTES) {
+		log_warning("%zu remote routes: the gateway takes the first %d", *n, MAX_ROUTES);
+		*n = MAX_ROUTES;
 	}
 	return 0;
 }
@@ -171,7 +179,10 @@ pushed(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 		p->table = NULL;
 	}
 	free(p->table);
+	struct cluster *c = p->c;
 	free(p);
+	if (c->routes_dirty)
+		gateway_routes_refresh(c);
 }
 
 static int
@@ -224,11 +235,16 @@ push(struct cluster *c, const struct remote *routes, size_t n, char *table)
 }
 
 void
-gateway_routes_sync(struct cluster *c, const struct etcd_kv *owners, size_t n_owners,
-		    const char *owner_prefix)
+gateway_routes_refresh(struct cluster *c)
 {
-	if (!c->gw || c->routes_busy)
+	const struct catalog_table *t = catalog_watch_table(c);
+	if (!c->gw || !t)
+		return; /* off, or not read yet: the gateway keeps what it has */
+	if (c->routes_busy) {
+		c->routes_dirty = true;
 		return;
+	}
+	c->routes_dirty = false;
 	if (!ipc_client_connected(c->gw)) {
 		int r = ipc_client_connect(c->gw, c->gateway_socket, (uid_t)-1);
 		if (r < 0) {
@@ -238,25 +254,11 @@ gateway_routes_sync(struct cluster *c, const struct etcd_kv *owners, size_t n_ow
 		}
 		log_info("Connected to the gateway's cluster socket %s", c->gateway_socket);
 	}
-	struct etcd_kv *hk = NULL;
-	size_t n_hosts = 0;
-	_cleanup_free_ char *hp = cluster_key(c, "hosts", NULL);
-	if (!hp || etcd_range_prefix(&c->etcd, hp, &hk, &n_hosts) < 0)
-		return; /* etcd away: the routes stay as they were */
-	json_t *hosts = json_object();
-	for (size_t i = 0; i < n_hosts; i++) {
-		json_error_t err;
-		json_t *h = json_loads(hk[i].value, 0, &err);
-		if (h)
-			json_object_set_new(hosts, hk[i].key + strlen(hp), h);
-	}
-	etcd_kvs_free(hk, n_hosts);
 	struct remote *routes = NULL;
 	size_t n = 0;
 	char *table = NULL;
-	if (build(c, owners, n_owners, owner_prefix, hosts, &routes, &n) >= 0)
+	if (build(c, t, &routes, &n) >= 0)
 		table = serialize(routes, n);
-	json_decref(hosts);
 	if (table && (!c->routes_pushed || strcmp(table, c->routes_pushed))) {
 		log_debug("Pushing %zu remote routes to the gateway", n);
 		push(c, routes, n, table); /* takes table */

@@ -241,7 +241,8 @@ main(int argc, char **argv)
 	c.base = event_base_new();
 	dc.base = c.base;
 	if (!c.base || bus_event_attach(c.bus, &dc, &c.bus_ev) < 0 ||
-	    cluster_http_start(&c, lfd) < 0 || gateway_routes_init(&c) < 0)
+	    cluster_http_start(&c, lfd) < 0 || gateway_routes_init(&c) < 0 ||
+	    catalog_watch_start(&c) < 0)
 		return log_error("Cannot start the loop"), 1;
 	c.tick_ev = event_new(c.base, -1, EV_PERSIST, member_tick, &c);
 	struct timeval one = {1, 0};

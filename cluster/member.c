@@ -117,16 +117,32 @@ member_publish(struct cluster *c)
 	return etcd_put(&c->etcd, key, text, c->lease);
 }
 
+/* is this owner record (id -> host) in the catalog? From the watched table once it is read
+ * (no range read each tick), else from the range read */
+static const char *
+owner_host(const struct catalog_table *t, const struct etcd_kv *owners, size_t n_owners,
+	   const char *op, const char *id)
+{
+	if (t)
+		return json_string_value(json_object_get(t->owners, id));
+	for (size_t j = 0; j < n_owners; j++)
+		if (!strcmp(owners[j].key + strlen(op), id))
+			return "";
+	return NULL;
+}
+
 /* the catalog: a leased record per local sandbox (its state; it lapses with the host), and a
- * lasting owner record (so a lapsed host's sandboxes are reported lost, not forgotten) */
+ * lasting owner record (so a lapsed host's sandboxes are reported lost, not forgotten). The
+ * owner records come from the watched catalog (catalog-watch.c) once it is read. */
 static void
 catalog_sync(struct cluster *c, bool fresh_lease)
 {
 	struct etcd_kv *owners = NULL, *recs = NULL;
 	size_t n_owners = 0, n_recs = 0;
+	const struct catalog_table *t = catalog_watch_table(c);
 	_cleanup_free_ char *op = cluster_key(c, "owners", NULL);
 	_cleanup_free_ char *sp = cluster_key(c, "sandboxes", NULL);
-	if (!op || !sp || etcd_range_prefix(&c->etcd, op, &owners, &n_owners) < 0 ||
+	if (!op || !sp || (!t && etcd_range_prefix(&c->etcd, op, &owners, &n_owners) < 0) ||
 	    etcd_range_prefix(&c->etcd, sp, &recs, &n_recs) < 0)
 		goto out;
 	for (size_t i = 0; i < c->n_local; i++) {
@@ -140,16 +156,13 @@ catalog_sync(struct cluster *c, bool fresh_lease)
 		_cleanup_free_ char *ok = cluster_key(c, "owners", s->id);
 		if (!text || !k || !ok)
 			continue;
-		bool same = false, owned = false;
+		bool same = false;
 		for (size_t j = 0; j < n_recs; j++)
 			if (!strcmp(recs[j].key, k) && !strcmp(recs[j].value, text))
 				same = true;
-		for (size_t j = 0; j < n_owners; j++)
-			if (!strcmp(owners[j].key, ok))
-				owned = true;
 		if (!same || fresh_lease)
 			etcd_put(&c->etcd, k, text, c->lease);
-		if (!owned) {
+		if (!owner_host(t, owners, n_owners, op, s->id)) {
 			json_t *o =
 				json_pack("{s:s, s:s}", "host", c->name, "template", s->template);
 			_cleanup_free_ char *ot = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -159,24 +172,42 @@ catalog_sync(struct cluster *c, bool fresh_lease)
 		}
 	}
 	/* owner records of this host whose sandbox is gone: the sandbox was destroyed */
-	for (size_t j = 0; j < n_owners; j++) {
+	json_t *stale = json_array();
+	if (t) {
+		const char *id;
+		json_t *h;
+		json_object_foreach(t->owners, id, h)
+		{
+			if (!strcmp(json_string_value(h), c->name))
+				json_array_append_new(stale, json_string(id));
+		}
+	}
+	for (size_t j = 0; !t && j < n_owners; j++) {
 		json_error_t err;
 		json_t *o = json_loads(owners[j].value, 0, &err);
 		const char *host = json_string_value(json_object_get(o, "host"));
-		const char *id = owners[j].key + strlen(op);
-		bool mine = host && !strcmp(host, c->name), here = false;
-		for (size_t i = 0; mine && i < c->n_local; i++)
-			here |= !strcmp(c->local[i].id, id);
-		if (mine && !here) {
-			_cleanup_free_ char *k = cluster_key(c, "sandboxes", id);
-			if (k)
-				etcd_delete(&c->etcd, k);
-			etcd_delete(&c->etcd, owners[j].key);
-		}
+		if (host && !strcmp(host, c->name))
+			json_array_append_new(stale, json_string(owners[j].key + strlen(op)));
 		json_decref(o);
 	}
-	/* the same owner records tell the gateway where the other hosts' sandboxes are */
-	gateway_routes_sync(c, owners, n_owners, op);
+	size_t j;
+	json_t *idj;
+	json_array_foreach(stale, j, idj)
+	{
+		const char *id = json_string_value(idj);
+		bool here = false;
+		for (size_t i = 0; i < c->n_local; i++)
+			here |= !strcmp(c->local[i].id, id);
+		if (!here) {
+			_cleanup_free_ char *k = cluster_key(c, "sandboxes", id);
+			_cleanup_free_ char *ok = cluster_key(c, "owners", id);
+			if (k)
+				etcd_delete(&c->etcd, k);
+			if (ok)
+				etcd_delete(&c->etcd, ok);
+		}
+	}
+	json_decref(stale);
 out:
 	etcd_kvs_free(owners, n_owners);
 	etcd_kvs_free(recs, n_recs);
@@ -215,6 +246,11 @@ member_tick(evutil_socket_t fd, short what, void *arg)
 		log_info("Registered as %s (lease %llx, %d s)", c->name,
 			 (unsigned long long)c->lease, c->lease_ttl);
 	}
-	if (member_publish(c) >= 0)
+	if (member_publish(c) >= 0) {
 		catalog_sync(c, fresh);
+		cluster_fork_tags_sync(c, fresh);
+	}
+	/* the gateway came back (or a push failed): push the table again */
+	if (!c->routes_pushed)
+		gateway_routes_refresh(c);
 }
