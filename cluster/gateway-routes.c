@@ -173,11 +173,11 @@ pushed(const IpcResponse *resp, int r, int *fds, size_t n_fds, void *ud)
 	if (--p->left)
 		return;
 	p->c->routes_busy = false;
-	if (!p->error) {
-		free(p->c->routes_pushed);
-		p->c->routes_pushed = p->table;
+	free(p->c->routes_pushed);
+	/* a push the gateway refused leaves nothing pushed: the next tick pushes again */
+	p->c->routes_pushed = p->error ? NULL : p->table;
+	if (!p->error)
 		p->table = NULL;
-	}
 	free(p->table);
 	struct cluster *c = p->c;
 	free(p);

@@ -243,6 +243,10 @@ member_tick(evutil_socket_t fd, short what, void *arg)
 		c->registered = true;
 		c->last_keepalive_usec = cluster_now_usec();
 		fresh = true;
+		/* the old lease took this host's tag records: all of them are written again, until
+		 * a sync writes them all (a failed publish skips this tick's) */
+		free(c->tags_published);
+		c->tags_published = NULL;
 		log_info("Registered as %s (lease %llx, %d s)", c->name,
 			 (unsigned long long)c->lease, c->lease_ttl);
 	}
