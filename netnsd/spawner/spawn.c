@@ -762,13 +762,19 @@ console_log_save(struct sb *sb, const struct image_proof *img)
 /* A restore's ring starts with its image's log (image_fd is proven snapshotd's:
  * handle_restore) and a line saying where the restore took over. */
 static void
+console_log_mark_restore(struct sb *sb)
+{
+	static const char note[] = "[warren: restored from a snapshot]\n";
+	log_ring_take(sb->console->ring, note, sizeof note - 1);
+}
+
+static void
 console_log_load(struct sb *sb, int image_fd)
 {
 	int r = log_ring_load(sb->console->ring, image_fd, LOG_RING_IMAGE_FILE);
 	if (r < 0)
 		log_warning_errno(r, "Sandbox %s: the image's console log: %m", sb->id);
-	static const char note[] = "[warren: restored from a snapshot]\n";
-	log_ring_take(sb->console->ring, note, sizeof note - 1);
+	console_log_mark_restore(sb);
 }
 
 static int runsc_start(struct sb *sb, struct ipc_call *call, int image_fd);
@@ -948,6 +954,9 @@ cmd_done(struct cmd *c, int status)
 		/* whatever runsc delete said, the restore tells whether the sandbox runs again */
 		int fd = TAKE_FD(c->image.fd);
 		struct ipc_call *call = TAKE_PTR(c->call);
+		/* its log goes on in the same ring, with the line every restore's log has */
+		console_read(sb, 65536);
+		console_log_mark_restore(sb);
 		int r = runsc_start(sb, call, fd);
 		if (r < 0) {
 			safe_close(fd);
