@@ -747,21 +747,11 @@ meta_matches(const struct e2b_sandbox *s, const struct list_query *q)
 	return true;
 }
 
-static int
-cmp_entry(const void *x, const void *y)
-{
-	const struct e2b_list_entry *a = x, *b = y;
-	if (a->started_usec != b->started_usec)
-		return a->started_usec < b->started_usec ? -1 : 1;
-	return strcmp(a->id, b->id);
-}
-
 void
 e2b_http_list_reply(struct evhttp_request *req, struct e2b_list_entry *v, size_t n,
 		    const struct e2b_page *page)
 {
-	if (n)
-		qsort(v, n, sizeof *v, cmp_entry);
+	n = e2b_list_sort(v, n);
 	size_t start = 0;
 	if (page->has_token)
 		while (start < n && (v[start].started_usec < page->token_started ||
@@ -1229,6 +1219,12 @@ on_request(struct evhttp_request *req, void *arg)
 	}
 	if (!strcmp(path, "/health")) {
 		handle_health(req);
+		return;
+	}
+	/* on a cluster, the URI may go on to another host's control plane in its request line:
+	 * nothing that could split or bend it there */
+	if (a->clustered && !e2b_input_uri_ok(evhttp_request_get_uri(req))) {
+		reply_error(req, 400, "Invalid request URI: printable ASCII only");
 		return;
 	}
 	/* another host's control plane (the E2B front door on a cluster) with the peer token:
