@@ -7,9 +7,11 @@
  * clusterd, whose address the operator gives; other hosts' control planes are sent the peer
  * token derived from it (SHA-256 of "warren-e2b-peer\n" and the key), which opens their E2B
  * routes for this host's local records only (a peer's request is never forwarded again) and
- * nothing of clusterd's. Every call is asynchronous on the loop (two front doors forwarding to
- * each other never wait for each other), has a deadline, and its answer is bounded while it is
- * read and checked before it is relayed. */
+ * nothing of clusterd's; the SHA-256 of the client's API key goes with it, and the peer checks
+ * it against its own keys. A URI goes on only if printable ASCII (e2b-http.c checks it). Every call
+ * is asynchronous on the loop (two front doors forwarding to each other never wait for each other),
+ * has a deadline, and its answer is bounded while it is read and checked before it is relayed; at
+ * most E2B_CLUSTER_CALLS_MAX are in flight. */
 #include "e2b-api.h"
 #include "log.h"
 #include "macro.h"
@@ -28,6 +30,7 @@
 
 #define PEER_HEADER "X-Warren-E2b-Peer"
 #define KEY_HEADER "X-Warren-Cluster-Key"
+#define CLIENT_KEY_HEADER "X-Warren-E2b-Client-Key"
 #define CLUSTERD_ANSWER_MAX 65536
 #define PEER_ANSWER_MAX (4 * 1024 * 1024) /* a list of up to 1024 records */
 #define CLUSTERD_TIMEOUT_S 10
@@ -217,12 +220,13 @@ call_finished(struct evhttp_request *r, void *arg)
 }
 
 /* to the local clusterd (the cluster key) or to another host's control plane at to,
- * "ADDR:PORT" (the peer token): which one is the caller's choice, never the address's.
+ * "ADDR:PORT" (the peer token, and the SHA-256 of the client's API key, which that host checks
+ * against its own keys): which one is the caller's choice, never the address's.
  * -EBUSY when E2B_CLUSTER_CALLS_MAX are in flight, unless always (a reservation given back) */
 static int
-call_(struct e2b_api *a, const char *to, enum evhttp_cmd_type method, const char *uri,
-      const void *body, size_t len, size_t max, int timeout_s, call_done done, void *arg,
-      bool always)
+call_(struct e2b_api *a, const char *to, struct evhttp_request *client, enum evhttp_cmd_type method,
+      const char *uri, const void *body, size_t len, size_t max, int timeout_s, call_done done,
+      void *arg, bool always)
 {
 	bool clusterd = to == NULL;
 	if (!always && a->cluster_calls >= E2B_CLUSTER_CALLS_MAX)
@@ -259,8 +263,16 @@ call_(struct e2b_api *a, const char *to, enum evhttp_cmd_type method, const char
 	evhttp_add_header(h, "Content-Type", "application/json");
 	if (clusterd)
 		evhttp_add_header(h, KEY_HEADER, a->cluster_key);
-	else
+	else {
+		const char *key =
+			client ? evhttp_find_header(evhttp_request_get_input_headers(client),
+						    "X-API-Key")
+			       : NULL;
+		char hex[65];
 		evhttp_add_header(h, PEER_HEADER, a->peer_token);
+		if (key && api_key_digest_hex(key, strlen(key), hex) == 0)
+			evhttp_add_header(h, CLIENT_KEY_HEADER, hex);
+	}
 	if (body && len)
 		evbuffer_add(evhttp_request_get_output_buffer(r), body, len);
 	c->counted = true;
@@ -271,10 +283,11 @@ call_(struct e2b_api *a, const char *to, enum evhttp_cmd_type method, const char
 }
 
 static int
-call(struct e2b_api *a, const char *to, enum evhttp_cmd_type method, const char *uri,
-     const void *body, size_t len, size_t max, int timeout_s, call_done done, void *arg)
+call(struct e2b_api *a, const char *to, struct evhttp_request *client, enum evhttp_cmd_type method,
+     const char *uri, const void *body, size_t len, size_t max, int timeout_s, call_done done,
+     void *arg)
 {
-	return call_(a, to, method, uri, body, len, max, timeout_s, done, arg, false);
+	return call_(a, to, client, method, uri, body, len, max, timeout_s, done, arg, false);
 }
 
 /* "http://ADDR:PORT" as published: ADDR:PORT, or NULL */
@@ -359,8 +372,8 @@ owner_answered(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
 	unsigned char *p = len ? evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
-	int r = call(a, to, evhttp_request_get_command(req), evhttp_request_get_uri(req), p, len,
-		     PEER_ANSWER_MAX, PEER_TIMEOUT_S, forward_answered, f);
+	int r = call(a, to, req, evhttp_request_get_command(req), evhttp_request_get_uri(req), p,
+		     len, PEER_ANSWER_MAX, PEER_TIMEOUT_S, forward_answered, f);
 	if (r == -EBUSY) {
 		reply_busy(req);
 		goto out;
@@ -384,8 +397,8 @@ e2b_cluster_forward(struct e2b_api *a, struct evhttp_request *req, const char *i
 	f->req = req;
 	snprintf(f->id, sizeof f->id, "%s", id);
 	snprintf(uri, sizeof uri, "/v1/owners/%s", id);
-	int r = call(a, NULL, EVHTTP_REQ_GET, uri, NULL, 0, CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S,
-		     owner_answered, f);
+	int r = call(a, NULL, NULL, EVHTTP_REQ_GET, uri, NULL, 0, CLUSTERD_ANSWER_MAX,
+		     CLUSTERD_TIMEOUT_S, owner_answered, f);
 	if (r < 0) {
 		free(f);
 		if (r == -EBUSY)
@@ -508,7 +521,7 @@ reserve(struct e2b_api *a, const char *host, int delta, struct create *c)
 	_cleanup_free_ char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
 	/* a reservation is always given back, whatever is in flight */
-	int r = text ? call_(a, NULL, EVHTTP_REQ_POST, "/v1/reserve", text, strlen(text),
+	int r = text ? call_(a, NULL, NULL, EVHTTP_REQ_POST, "/v1/reserve", text, strlen(text),
 			     CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S, reserved, c, delta < 0)
 		     : -ENOMEM;
 	if (r == -EBUSY && c) {
@@ -597,7 +610,7 @@ forward_create(struct create *c)
 	struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
 	size_t len = evbuffer_get_length(in);
 	unsigned char *p = len ? evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
-	int r = call(c->a, c->to, EVHTTP_REQ_POST, evhttp_request_get_uri(c->req), p, len,
+	int r = call(c->a, c->to, c->req, EVHTTP_REQ_POST, evhttp_request_get_uri(c->req), p, len,
 		     PEER_ANSWER_MAX, PEER_TIMEOUT_S, peer_created, c);
 	if (r < 0)
 		reserve(c->a, c->host, -1, NULL);
@@ -640,7 +653,7 @@ e2b_cluster_create(struct e2b_api *a, struct evhttp_request *req, const char *te
 	json_t *b = json_pack("{s:s}", "template", template);
 	_cleanup_free_ char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
-	int r = text ? call(a, NULL, EVHTTP_REQ_POST, "/v1/place", text, strlen(text),
+	int r = text ? call(a, NULL, NULL, EVHTTP_REQ_POST, "/v1/place", text, strlen(text),
 			    CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S, placed, c)
 		     : -ENOMEM;
 	if (r < 0) {
@@ -748,7 +761,7 @@ hosts_answered(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 		if (!name || !to || !strcmp(name, self))
 			continue;
 		l->waiting++;
-		int r = call(a, to, EVHTTP_REQ_GET, evhttp_request_get_uri(l->req), NULL, 0,
+		int r = call(a, to, l->req, EVHTTP_REQ_GET, evhttp_request_get_uri(l->req), NULL, 0,
 			     PEER_ANSWER_MAX, LIST_TIMEOUT_S, peer_listed, l);
 		if (r < 0)
 			l->waiting--;
@@ -770,7 +783,7 @@ e2b_cluster_list(struct e2b_api *a, struct evhttp_request *req, struct e2b_list_
 	l->v = v;
 	l->n = l->cap = n;
 	l->page = *page;
-	int r = call(a, NULL, EVHTTP_REQ_GET, "/v1/hosts", NULL, 0, CLUSTERD_ANSWER_MAX,
+	int r = call(a, NULL, NULL, EVHTTP_REQ_GET, "/v1/hosts", NULL, 0, CLUSTERD_ANSWER_MAX,
 		     CLUSTERD_TIMEOUT_S, hosts_answered, l);
 	if (r == -EBUSY)
 		l->busy = true;

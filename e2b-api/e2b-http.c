@@ -127,6 +127,31 @@ authorized(struct e2b_api *a, struct evhttp_request *req)
 	return false;
 }
 
+/* a peer's request (the right peer token) acts for a client of the front door it reached: that
+ * client's API key must be valid here too (its SHA-256 in X-Warren-E2b-Client-Key, compared
+ * with every key's in constant time), so a key of one host opens no other host's sandboxes */
+static bool
+peer_client_authorized(struct e2b_api *a, struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *hex = evhttp_find_header(h, "X-Warren-E2b-Client-Key");
+	int count = 0;
+	for (struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next)
+		count += !strcasecmp(kv->key, "X-Warren-E2b-Client-Key");
+	keys_refresh(a);
+	int r = count == 1 ? api_keys_match_digest_hex(a->keys, a->n_keys, hex) : -EINVAL;
+	if (r >= 0)
+		return true;
+	if (r == -EINVAL) {
+		log_warning("A peer's request without a well-formed client key digest refused");
+		reply_error(req, 401, "Invalid peer request: no client key digest");
+	} else
+		reply_error(req, 403,
+			    "This API key is not valid on the host of this sandbox: give every "
+			    "host the same key file");
+	return false;
+}
+
 /* --- bodies --- */
 
 static json_t *
@@ -1237,6 +1262,8 @@ on_request(struct evhttp_request *req, void *arg)
 		return;
 	}
 	if (!peer && !authorized(a, req))
+		return;
+	if (peer && !peer_client_authorized(a, req))
 		return;
 	bool front = a->clustered && !peer; /* this host answers for the cluster */
 	bool v2 = !strncmp(path, "/v2/", 4);

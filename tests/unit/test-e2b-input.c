@@ -165,6 +165,23 @@ test_api_keys(void **state)
 	assert_int_equal(api_keys_match(back, n, "e2b_", 4), -ENOKEY);
 	assert_int_equal(api_keys_match(back, n, k0, strlen(k0) - 1), -ENOKEY);
 	assert_int_equal(api_keys_match(back, 0, k0, strlen(k0)), -ENOKEY);
+	/* a client's key as a peer sends it: its SHA-256 in hex */
+	char hex[65];
+	assert_int_equal(api_key_digest_hex(k1, strlen(k1), hex), 0);
+	assert_int_equal(strlen(hex), 64);
+	assert_int_equal(api_keys_match_digest_hex(back, n, hex), 1);
+	assert_int_equal(api_key_digest_hex(wrong, strlen(wrong), hex), 0);
+	assert_int_equal(api_keys_match_digest_hex(back, n, hex), -ENOKEY);
+	assert_int_equal(api_keys_match_digest_hex(back, n, NULL), -EINVAL);
+	assert_int_equal(api_keys_match_digest_hex(back, n, "abc"), -EINVAL);
+	hex[5] = 'G';
+	assert_int_equal(api_keys_match_digest_hex(back, n, hex), -EINVAL);
+	assert_int_equal(api_key_digest_hex(k0, strlen(k0), hex), 0);
+	hex[0] = hex[0] == 'a' ? 'A' : hex[0]; /* upper case is not ours */
+	assert_int_equal(api_keys_match_digest_hex(back, n, hex), hex[0] == 'A' ? -EINVAL : 0);
+	char longer[66];
+	snprintf(longer, sizeof longer, "%s0", hex);
+	assert_int_equal(api_keys_match_digest_hex(back, n, longer), -EINVAL);
 	/* one bad line refuses the whole file */
 	size_t len = strlen(text);
 	assert_int_equal(api_keys_parse(text, len - 1, back, 4, &n), -EBADMSG); /* truncated */
