@@ -325,9 +325,27 @@ relay(struct evhttp_request *req, int status, json_t *body, bool bad, const char
 
 /* --- a call for a sandbox of another host --- */
 
+/* clusterd's answers about owners (found, or 404) kept for a second, so repeated calls for a
+ * sandbox do not each cost clusterd a blocking etcd read; direct-mapped by the id's digits */
+#define OWNER_MEMO 256
+#define OWNER_MEMO_USEC 1000000ull
+static struct owner_memo {
+	char id[E2B_ID_LEN + 1];
+	int status;
+	json_t *body;
+	uint64_t until_usec;
+} owner_memo[OWNER_MEMO];
+
+static struct owner_memo *
+owner_memo_slot(const char *id)
+{
+	return &owner_memo[strtoull(id + E2B_ID_LEN - 4, NULL, 16) % OWNER_MEMO];
+}
+
 struct forward {
 	struct evhttp_request *req;
 	char id[E2B_ID_LEN + 1], host[64];
+	bool remembered; /* the owner came from owner_memo, not from clusterd */
 };
 
 static void
@@ -345,6 +363,14 @@ static void
 owner_answered(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 {
 	struct forward *f = arg;
+	if (!f->remembered && ((status == 200 && !bad) || status == 404)) {
+		struct owner_memo *m = owner_memo_slot(f->id);
+		json_decref(m->body);
+		snprintf(m->id, sizeof m->id, "%s", f->id);
+		m->status = status;
+		m->body = json_incref(body);
+		m->until_usec = e2b_now_usec() + OWNER_MEMO_USEC;
+	}
 	const char *self = json_string_value(json_object_get(body, "self"));
 	const char *host = json_string_value(json_object_get(body, "host"));
 	const char *e2b = json_string_value(json_object_get(body, "e2b"));
@@ -396,6 +422,16 @@ e2b_cluster_forward(struct e2b_api *a, struct evhttp_request *req, const char *i
 		return e2b_http_reply_error(req, 500, "Out of memory");
 	f->req = req;
 	snprintf(f->id, sizeof f->id, "%s", id);
+	struct owner_memo *m = owner_memo_slot(id);
+	uint64_t now = e2b_now_usec();
+	/* (the clock set back: the memo is not trusted longer than it was meant to be) */
+	if (!strcmp(m->id, id) && now < m->until_usec && m->until_usec - now <= OWNER_MEMO_USEC) {
+		json_t *body = json_incref(m->body);
+		f->remembered = true;
+		owner_answered(a, m->status, body, false, f);
+		json_decref(body);
+		return;
+	}
 	snprintf(uri, sizeof uri, "/v1/owners/%s", id);
 	int r = call(a, NULL, NULL, EVHTTP_REQ_GET, uri, NULL, 0, CLUSTERD_ANSWER_MAX,
 		     CLUSTERD_TIMEOUT_S, owner_answered, f);
