@@ -179,6 +179,36 @@ api_keys_match(const struct api_key *keys, size_t n, const char *presented, size
 	return found;
 }
 
+int
+api_keys_match_digest_hex(const struct api_key *keys, size_t n, const char *hex)
+{
+	uint8_t d[32];
+	if (!hex || strlen(hex) != 64 || hex_decode(hex, d, 32) < 0)
+		return -EINVAL;
+	int found = -ENOKEY;
+	for (size_t i = 0; i < n; i++) {
+		int eq = CRYPTO_memcmp(keys[i].digest, d, 32) == 0;
+		found = eq ? (int)i : found;
+	}
+	return found;
+}
+
+int
+api_key_digest_hex(const char *key, size_t len, char hex[65])
+{
+	uint8_t d[32];
+	int r = api_key_digest(key, len, d);
+	if (r < 0)
+		return r;
+	static const char x[] = "0123456789abcdef";
+	for (size_t i = 0; i < 32; i++) {
+		hex[2 * i] = x[d[i] >> 4];
+		hex[2 * i + 1] = x[d[i] & 15];
+	}
+	hex[64] = 0;
+	return 0;
+}
+
 static void
 hex_encode(const uint8_t *in, size_t n, char *out)
 {

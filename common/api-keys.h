@@ -41,6 +41,11 @@ char *api_keys_format(const struct api_key *keys, size_t n);
 /* The index of the key matching the presented one, or -ENOKEY. Every stored digest is compared
  * with CRYPTO_memcmp whatever matched before, so the time does not tell which or how much. */
 int api_keys_match(const struct api_key *keys, size_t n, const char *presented, size_t len);
+/* The same for a key's SHA-256 given as 64 lower-case hex digits (what a front door of the
+ * cluster sends for its client's key): the index, -ENOKEY, or -EINVAL when malformed. */
+int api_keys_match_digest_hex(const struct api_key *keys, size_t n, const char *hex);
+/* SHA-256 of the key's bytes as 64 lower-case hex digits. 0 or -EIO. */
+int api_key_digest_hex(const char *key, size_t len, char hex[65]);
 /* A new key (NUL-terminated, API_KEY_LEN chars) and its record (id, digest, created, name). */
 int api_key_generate(char key[API_KEY_LEN + 1], struct api_key *rec, const char *name);
 /* Read the key file through an fd opened with O_NOFOLLOW: a regular file of root's, not

@@ -36,6 +36,10 @@ struct e2b_sandbox {
 
 #define E2B_HOST_NETS_MAX 256
 #define E2B_CLUSTER_KEY_MAX 256
+/* calls to the local clusterd and to peers in flight at once; beyond: 503, Retry-After */
+#define E2B_CLUSTER_CALLS_MAX 64
+/* entries taken from one peer's part of a list */
+#define E2B_LIST_PEER_MAX 16384
 
 struct e2b_api {
 	struct event_base *base;
@@ -66,6 +70,7 @@ struct e2b_api {
 	char cluster_addr[24]; /* the local clusterd, ADDR:PORT */
 	char cluster_key[E2B_CLUSTER_KEY_MAX + 1];
 	char peer_token[65];
+	unsigned cluster_calls; /* calls to clusterd and peers in flight (E2B_CLUSTER_CALLS_MAX) */
 	/* the host's own subnets when the daemon started: closed to "on", so to allowOut too */
 	struct egress_entry host_nets[E2B_HOST_NETS_MAX];
 	size_t n_host_nets;
@@ -127,8 +132,12 @@ void e2b_http_reply_error(struct evhttp_request *req, int status, const char *fm
 struct e2b_list_entry {
 	uint64_t started_usec;
 	char id[E2B_ID_LEN + 1];
-	json_t *j; /* SandboxDetail */
+	json_t *j;	 /* SandboxDetail */
+	unsigned origin; /* 0: this host's records, 1: a peer's answer (this host's wins) */
 };
+/* e2b-list.c: sorts entries by start time and id, keeps one per id (the lowest origin) and
+ * frees the others' JSON; the number kept */
+size_t e2b_list_sort(struct e2b_list_entry *v, size_t n);
 struct e2b_page {
 	bool v2, has_token;
 	unsigned limit;

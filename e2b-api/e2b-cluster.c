@@ -7,9 +7,11 @@
  * clusterd, whose address the operator gives; other hosts' control planes are sent the peer
  * token derived from it (SHA-256 of "warren-e2b-peer\n" and the key), which opens their E2B
  * routes for this host's local records only (a peer's request is never forwarded again) and
- * nothing of clusterd's. Every call is asynchronous on the loop (two front doors forwarding to
- * each other never wait for each other), has a deadline, and its answer is bounded while it is
- * read and checked before it is relayed. */
+ * nothing of clusterd's; the SHA-256 of the client's API key goes with it, and the peer checks
+ * it against its own keys. A URI goes on only if printable ASCII (e2b-http.c checks it). Every call
+ * is asynchronous on the loop (two front doors forwarding to each other never wait for each other),
+ * has a deadline, and its answer is bounded while it is read and checked before it is relayed; at
+ * most E2B_CLUSTER_CALLS_MAX are in flight. */
 #include "e2b-api.h"
 #include "log.h"
 #include "macro.h"
@@ -28,6 +30,7 @@
 
 #define PEER_HEADER "X-Warren-E2b-Peer"
 #define KEY_HEADER "X-Warren-Cluster-Key"
+#define CLIENT_KEY_HEADER "X-Warren-E2b-Client-Key"
 #define CLUSTERD_ANSWER_MAX 65536
 #define PEER_ANSWER_MAX (4 * 1024 * 1024) /* a list of up to 1024 records */
 #define CLUSTERD_TIMEOUT_S 10
@@ -42,6 +45,7 @@ read_key(const char *path, char *key)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	struct stat st;
+	int r;
 	if (fd < 0)
 		return log_error_errno(-errno, "Cannot open the cluster key %s: %m", path);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0007) ||
@@ -50,17 +54,29 @@ read_key(const char *path, char *key)
 				       "The cluster key %s must be a file of root's, not readable "
 				       "by others (0640)",
 				       path);
-	ssize_t n = read(fd, key, E2B_CLUSTER_KEY_MAX + 1);
+	/* a key and its line end ("\r\n") fit; a file with more is refused, never cut */
+	char buf[E2B_CLUSTER_KEY_MAX + 2], more;
+	ssize_t n = read(fd, buf, sizeof buf);
 	if (n < 0)
 		return log_error_errno(-errno, "Cannot read %s: %m", path);
-	while (n > 0 && (key[n - 1] == '\n' || key[n - 1] == '\r'))
-		n--;
-	key[n] = 0;
-	if (n < 16 || n > E2B_CLUSTER_KEY_MAX)
-		return log_error_errno(-EINVAL, "The cluster key must be 16-256 characters");
-	for (ssize_t i = 0; i < n; i++)
-		if (key[i] < 0x21 || key[i] > 0x7e)
-			return log_error_errno(-EINVAL, "The cluster key must be printable ASCII");
+	if (n == (ssize_t)sizeof buf && read(fd, &more, 1) != 0)
+		n = sizeof buf; /* too long, whatever follows */
+	else
+		while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+			n--;
+	r = n < 16 || n > E2B_CLUSTER_KEY_MAX ? -EINVAL : 0;
+	for (ssize_t i = 0; r == 0 && i < n; i++)
+		if (buf[i] < 0x21 || buf[i] > 0x7e)
+			r = -EILSEQ;
+	if (r == 0) {
+		memcpy(key, buf, (size_t)n);
+		key[n] = 0;
+	}
+	explicit_bzero(buf, sizeof buf);
+	if (r == -EINVAL)
+		return log_error_errno(r, "The cluster key must be 16-256 characters");
+	if (r < 0)
+		return log_error_errno(-EINVAL, "The cluster key must be printable ASCII");
 	return 0;
 }
 
@@ -133,8 +149,9 @@ e2b_cluster_peer(struct e2b_api *a, struct evhttp_request *req)
 
 /* --- one asynchronous HTTP call --- */
 
-/* status 0: no answer (refused, reset, timed out, too large); body: its JSON (NULL if empty);
- * bad: a body that is not JSON */
+/* status -1: no connection (refused, unreachable, connect timed out): the request was never
+ * sent; status 0: connected but no answer (reset, timed out, too large): the request may have
+ * been acted on; body: its JSON (NULL if empty); bad: a body that is not JSON */
 typedef void (*call_done)(struct e2b_api *a, int status, json_t *body, bool bad, void *arg);
 
 struct call {
@@ -142,7 +159,27 @@ struct call {
 	struct evhttp_connection *conn;
 	call_done done;
 	void *arg;
+	bool counted;	/* in a->cluster_calls */
+	bool connected; /* the connection was made: the request may have been sent */
 };
+
+/* evhttp calls it when it resets a connection that was made (before the request's callback) */
+static void
+call_closed(struct evhttp_connection *conn, void *arg)
+{
+	struct call *c = arg;
+	(void)conn;
+	c->connected = true;
+}
+
+/* the client's request refused for want of room for one more call: it may retry */
+static void
+reply_busy(struct evhttp_request *req)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+	e2b_http_reply_error(req, 503,
+			     "This front door has too many cluster calls in flight: retry later");
+}
 
 static void
 free_conn(evutil_socket_t fd, short what, void *arg)
@@ -160,8 +197,8 @@ call_finished(struct evhttp_request *r, void *arg)
 	json_t *body = NULL;
 	bool bad = false;
 	if (status < 100 || status > 599)
-		status = 0;
-	if (status) {
+		status = c->connected ? 0 : -1;
+	if (status > 0) {
 		struct evbuffer *in = evhttp_request_get_input_buffer(r);
 		size_t len = evbuffer_get_length(in);
 		if (len) {
@@ -173,6 +210,9 @@ call_finished(struct evhttp_request *r, void *arg)
 		}
 	}
 	struct timeval zero = {0, 0};
+	evhttp_connection_set_closecb(c->conn, NULL, NULL);
+	if (c->counted)
+		c->a->cluster_calls--;
 	event_base_once(c->a->base, -1, EV_TIMEOUT, free_conn, c->conn, &zero);
 	c->done(c->a, status, body, bad, c->arg);
 	json_decref(body);
@@ -180,12 +220,17 @@ call_finished(struct evhttp_request *r, void *arg)
 }
 
 /* to the local clusterd (the cluster key) or to another host's control plane at to,
- * "ADDR:PORT" (the peer token): which one is the caller's choice, never the address's */
+ * "ADDR:PORT" (the peer token, and the SHA-256 of the client's API key, which that host checks
+ * against its own keys): which one is the caller's choice, never the address's.
+ * -EBUSY when E2B_CLUSTER_CALLS_MAX are in flight, unless always (a reservation given back) */
 static int
-call(struct e2b_api *a, const char *to, enum evhttp_cmd_type method, const char *uri,
-     const void *body, size_t len, size_t max, int timeout_s, call_done done, void *arg)
+call_(struct e2b_api *a, const char *to, struct evhttp_request *client, enum evhttp_cmd_type method,
+      const char *uri, const void *body, size_t len, size_t max, int timeout_s, call_done done,
+      void *arg, bool always)
 {
 	bool clusterd = to == NULL;
+	if (!always && a->cluster_calls >= E2B_CLUSTER_CALLS_MAX)
+		return -EBUSY;
 	if (clusterd)
 		to = a->cluster_addr;
 	char host[24];
@@ -209,6 +254,7 @@ call(struct e2b_api *a, const char *to, enum evhttp_cmd_type method, const char 
 	}
 	evhttp_connection_set_timeout(c->conn, timeout_s);
 	evhttp_connection_set_retries(c->conn, 0);
+	evhttp_connection_set_closecb(c->conn, call_closed, c);
 	/* an answer is bounded while it is read, not after evhttp buffered all of it */
 	evhttp_connection_set_max_body_size(c->conn, (ev_ssize_t)max);
 	evhttp_connection_set_max_headers_size(c->conn, 16384);
@@ -217,13 +263,31 @@ call(struct e2b_api *a, const char *to, enum evhttp_cmd_type method, const char 
 	evhttp_add_header(h, "Content-Type", "application/json");
 	if (clusterd)
 		evhttp_add_header(h, KEY_HEADER, a->cluster_key);
-	else
+	else {
+		const char *key =
+			client ? evhttp_find_header(evhttp_request_get_input_headers(client),
+						    "X-API-Key")
+			       : NULL;
+		char hex[65];
 		evhttp_add_header(h, PEER_HEADER, a->peer_token);
+		if (key && api_key_digest_hex(key, strlen(key), hex) == 0)
+			evhttp_add_header(h, CLIENT_KEY_HEADER, hex);
+	}
 	if (body && len)
 		evbuffer_add(evhttp_request_get_output_buffer(r), body, len);
+	c->counted = true;
+	a->cluster_calls++;
 	/* on failure evhttp calls call_finished with NULL, which frees */
 	evhttp_make_request(c->conn, r, method, uri);
 	return 0;
+}
+
+static int
+call(struct e2b_api *a, const char *to, struct evhttp_request *client, enum evhttp_cmd_type method,
+     const char *uri, const void *body, size_t len, size_t max, int timeout_s, call_done done,
+     void *arg)
+{
+	return call_(a, to, client, method, uri, body, len, max, timeout_s, done, arg, false);
 }
 
 /* "http://ADDR:PORT" as published: ADDR:PORT, or NULL */
@@ -237,7 +301,7 @@ url_addr(const char *url)
 static void
 relay(struct evhttp_request *req, int status, json_t *body, bool bad, const char *host)
 {
-	if (!status || bad || status < 200) {
+	if (status <= 0 || bad || status < 200) {
 		e2b_http_reply_error(req, 502, "Host %s did not answer%s", host,
 				     bad ? " with JSON" : "");
 		return;
@@ -261,9 +325,27 @@ relay(struct evhttp_request *req, int status, json_t *body, bool bad, const char
 
 /* --- a call for a sandbox of another host --- */
 
+/* clusterd's answers about owners (found, or 404) kept for a second, so repeated calls for a
+ * sandbox do not each cost clusterd a blocking etcd read; direct-mapped by the id's digits */
+#define OWNER_MEMO 256
+#define OWNER_MEMO_USEC 1000000ull
+static struct owner_memo {
+	char id[E2B_ID_LEN + 1];
+	int status;
+	json_t *body;
+	uint64_t until_usec;
+} owner_memo[OWNER_MEMO];
+
+static struct owner_memo *
+owner_memo_slot(const char *id)
+{
+	return &owner_memo[strtoull(id + E2B_ID_LEN - 4, NULL, 16) % OWNER_MEMO];
+}
+
 struct forward {
 	struct evhttp_request *req;
 	char id[E2B_ID_LEN + 1], host[64];
+	bool remembered; /* the owner came from owner_memo, not from clusterd */
 };
 
 static void
@@ -271,7 +353,7 @@ forward_answered(struct e2b_api *a, int status, json_t *body, bool bad, void *ar
 {
 	struct forward *f = arg;
 	(void)a;
-	if (!status)
+	if (status <= 0)
 		log_warning("Host %s did not answer a call for sandbox %s", f->host, f->id);
 	relay(f->req, status, body, bad, f->host);
 	free(f);
@@ -281,6 +363,14 @@ static void
 owner_answered(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 {
 	struct forward *f = arg;
+	if (!f->remembered && ((status == 200 && !bad) || status == 404)) {
+		struct owner_memo *m = owner_memo_slot(f->id);
+		json_decref(m->body);
+		snprintf(m->id, sizeof m->id, "%s", f->id);
+		m->status = status;
+		m->body = json_incref(body);
+		m->until_usec = e2b_now_usec() + OWNER_MEMO_USEC;
+	}
 	const char *self = json_string_value(json_object_get(body, "self"));
 	const char *host = json_string_value(json_object_get(body, "host"));
 	const char *e2b = json_string_value(json_object_get(body, "e2b"));
@@ -308,8 +398,12 @@ owner_answered(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
 	unsigned char *p = len ? evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
-	int r = call(a, to, evhttp_request_get_command(req), evhttp_request_get_uri(req), p, len,
-		     PEER_ANSWER_MAX, PEER_TIMEOUT_S, forward_answered, f);
+	int r = call(a, to, req, evhttp_request_get_command(req), evhttp_request_get_uri(req), p,
+		     len, PEER_ANSWER_MAX, PEER_TIMEOUT_S, forward_answered, f);
+	if (r == -EBUSY) {
+		reply_busy(req);
+		goto out;
+	}
 	if (r < 0) {
 		e2b_http_reply_error(req, 500, "Cannot forward the call: %s", strerror(-r));
 		goto out;
@@ -328,11 +422,23 @@ e2b_cluster_forward(struct e2b_api *a, struct evhttp_request *req, const char *i
 		return e2b_http_reply_error(req, 500, "Out of memory");
 	f->req = req;
 	snprintf(f->id, sizeof f->id, "%s", id);
+	struct owner_memo *m = owner_memo_slot(id);
+	uint64_t now = e2b_now_usec();
+	/* (the clock set back: the memo is not trusted longer than it was meant to be) */
+	if (!strcmp(m->id, id) && now < m->until_usec && m->until_usec - now <= OWNER_MEMO_USEC) {
+		json_t *body = json_incref(m->body);
+		f->remembered = true;
+		owner_answered(a, m->status, body, false, f);
+		json_decref(body);
+		return;
+	}
 	snprintf(uri, sizeof uri, "/v1/owners/%s", id);
-	int r = call(a, NULL, EVHTTP_REQ_GET, uri, NULL, 0, CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S,
-		     owner_answered, f);
+	int r = call(a, NULL, NULL, EVHTTP_REQ_GET, uri, NULL, 0, CLUSTERD_ANSWER_MAX,
+		     CLUSTERD_TIMEOUT_S, owner_answered, f);
 	if (r < 0) {
 		free(f);
+		if (r == -EBUSY)
+			return reply_busy(req);
 		e2b_http_reply_error(req, 500, "Cannot ask the cluster: %s", strerror(-r));
 	}
 }
@@ -450,11 +556,16 @@ reserve(struct e2b_api *a, const char *host, int delta, struct create *c)
 	json_t *b = json_pack("{s:s, s:i}", "host", host, "delta", delta);
 	_cleanup_free_ char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
-	if (!text || call(a, NULL, EVHTTP_REQ_POST, "/v1/reserve", text, strlen(text),
-			  CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S, reserved, c) < 0) {
-		if (c)
-			forward_create(c);
+	/* a reservation is always given back, whatever is in flight */
+	int r = text ? call_(a, NULL, NULL, EVHTTP_REQ_POST, "/v1/reserve", text, strlen(text),
+			     CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S, reserved, c, delta < 0)
+		     : -ENOMEM;
+	if (r == -EBUSY && c) {
+		reply_busy(c->req);
+		return create_free(c);
 	}
+	if (r < 0 && c)
+		forward_create(c);
 }
 
 static void
@@ -464,10 +575,21 @@ peer_created(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 	reserve(a, c->host, -1, NULL);
 	/* a host that is full (or cannot be reached) is skipped for the next, as clusterd's own
 	 * front door does: a stale capacity record costs one round trip */
-	if (status == 0 || status == 503 || status == 429) {
+	if (status == -1 || status == 503 || status == 429) {
 		log_info("Host %s refused a %s create (%d): trying the next", c->host, c->template,
 			 status);
 		return try_next(c);
+	}
+	/* sent, and then no answer: the host may have made the sandbox, so another is not made
+	 * elsewhere (the client decides) */
+	if (status == 0) {
+		log_warning("Host %s did not answer a %s create in time: not tried elsewhere",
+			    c->host, c->template);
+		e2b_http_reply_error(c->req, 504,
+				     "Host %s did not answer the create in time: the sandbox may "
+				     "exist there (list the sandboxes before retrying)",
+				     c->host);
+		return create_free(c);
 	}
 	const char *id = json_string_value(json_object_get(body, "sandboxID"));
 	if (status == 201 && (bad || !id || !e2b_input_id_ok(id))) {
@@ -524,11 +646,15 @@ forward_create(struct create *c)
 	struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
 	size_t len = evbuffer_get_length(in);
 	unsigned char *p = len ? evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
-	if (call(c->a, c->to, EVHTTP_REQ_POST, evhttp_request_get_uri(c->req), p, len,
-		 PEER_ANSWER_MAX, PEER_TIMEOUT_S, peer_created, c) < 0) {
+	int r = call(c->a, c->to, c->req, EVHTTP_REQ_POST, evhttp_request_get_uri(c->req), p, len,
+		     PEER_ANSWER_MAX, PEER_TIMEOUT_S, peer_created, c);
+	if (r < 0)
 		reserve(c->a, c->host, -1, NULL);
+	if (r == -EBUSY) {
+		reply_busy(c->req);
+		create_free(c);
+	} else if (r < 0)
 		try_next(c);
-	}
 }
 
 static void
@@ -563,11 +689,13 @@ e2b_cluster_create(struct e2b_api *a, struct evhttp_request *req, const char *te
 	json_t *b = json_pack("{s:s}", "template", template);
 	_cleanup_free_ char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	json_decref(b);
-	int r = text ? call(a, NULL, EVHTTP_REQ_POST, "/v1/place", text, strlen(text),
+	int r = text ? call(a, NULL, NULL, EVHTTP_REQ_POST, "/v1/place", text, strlen(text),
 			    CLUSTERD_ANSWER_MAX, CLUSTERD_TIMEOUT_S, placed, c)
 		     : -ENOMEM;
 	if (r < 0) {
 		free(c);
+		if (r == -EBUSY)
+			return reply_busy(req);
 		e2b_http_reply_error(req, 500, "Cannot ask the cluster: %s", strerror(-r));
 	}
 }
@@ -580,21 +708,26 @@ struct list {
 	size_t n, cap;
 	struct e2b_page page;
 	unsigned waiting;
+	bool busy; /* a host could not be asked for want of room for a call */
 };
 
 static void
 list_done(struct list *l)
 {
-	e2b_http_list_reply(l->req, l->v, l->n, &l->page);
+	if (l->busy) {
+		for (size_t i = 0; i < l->n; i++)
+			json_decref(l->v[i].j);
+		free(l->v);
+		reply_busy(l->req);
+	} else
+		e2b_http_list_reply(l->req, l->v, l->n, &l->page);
 	free(l);
 }
 
+/* duplicates are left to e2b_list_sort (this host's entry wins) */
 static void
 list_add(struct list *l, json_t *j, const char *id, uint64_t started)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if (!strcmp(l->v[i].id, id))
-			return;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		struct e2b_list_entry *v = realloc(l->v, cap * sizeof *v);
@@ -607,6 +740,7 @@ list_add(struct list *l, json_t *j, const char *id, uint64_t started)
 	e->started_usec = started;
 	snprintf(e->id, sizeof e->id, "%s", id);
 	e->j = json_incref(j);
+	e->origin = 1;
 }
 
 /* a peer's list: [{SandboxDetail..., "_startedUsec": N}], each checked */
@@ -615,7 +749,7 @@ peer_listed(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 {
 	struct list *l = arg;
 	(void)a;
-	size_t i;
+	size_t i, taken = 0;
 	json_t *j;
 	if (status != 200 || bad || !json_is_array(body))
 		log_warning("A host did not answer the list (%d): its sandboxes are left out",
@@ -623,6 +757,12 @@ peer_listed(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 	else
 		json_array_foreach(body, i, j)
 		{
+			if (taken == E2B_LIST_PEER_MAX) {
+				log_warning("A host listed more than %d sandboxes: the rest are "
+					    "left out",
+					    E2B_LIST_PEER_MAX);
+				break;
+			}
 			const char *id = json_string_value(json_object_get(j, "sandboxID"));
 			json_t *st = json_object_get(j, "_startedUsec");
 			if (!json_is_object(j) || !id || !e2b_input_id_ok(id) ||
@@ -631,6 +771,7 @@ peer_listed(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 			uint64_t started = (uint64_t)json_integer_value(st);
 			json_object_del(j, "_startedUsec");
 			list_add(l, j, id, started);
+			taken++;
 		}
 	if (--l->waiting == 0)
 		list_done(l);
@@ -656,9 +797,12 @@ hosts_answered(struct e2b_api *a, int status, json_t *body, bool bad, void *arg)
 		if (!name || !to || !strcmp(name, self))
 			continue;
 		l->waiting++;
-		if (call(a, to, EVHTTP_REQ_GET, evhttp_request_get_uri(l->req), NULL, 0,
-			 PEER_ANSWER_MAX, LIST_TIMEOUT_S, peer_listed, l) < 0)
+		int r = call(a, to, l->req, EVHTTP_REQ_GET, evhttp_request_get_uri(l->req), NULL, 0,
+			     PEER_ANSWER_MAX, LIST_TIMEOUT_S, peer_listed, l);
+		if (r < 0)
 			l->waiting--;
+		if (r == -EBUSY)
+			l->busy = true;
 	}
 	if (--l->waiting == 0)
 		list_done(l);
@@ -675,7 +819,10 @@ e2b_cluster_list(struct e2b_api *a, struct evhttp_request *req, struct e2b_list_
 	l->v = v;
 	l->n = l->cap = n;
 	l->page = *page;
-	if (call(a, NULL, EVHTTP_REQ_GET, "/v1/hosts", NULL, 0, CLUSTERD_ANSWER_MAX,
-		 CLUSTERD_TIMEOUT_S, hosts_answered, l) < 0)
+	int r = call(a, NULL, NULL, EVHTTP_REQ_GET, "/v1/hosts", NULL, 0, CLUSTERD_ANSWER_MAX,
+		     CLUSTERD_TIMEOUT_S, hosts_answered, l);
+	if (r == -EBUSY)
+		l->busy = true;
+	if (r < 0)
 		list_done(l);
 }

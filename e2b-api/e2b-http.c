@@ -127,6 +127,31 @@ authorized(struct e2b_api *a, struct evhttp_request *req)
 	return false;
 }
 
+/* a peer's request (the right peer token) acts for a client of the front door it reached: that
+ * client's API key must be valid here too (its SHA-256 in X-Warren-E2b-Client-Key, compared
+ * with every key's in constant time), so a key of one host opens no other host's sandboxes */
+static bool
+peer_client_authorized(struct e2b_api *a, struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *hex = evhttp_find_header(h, "X-Warren-E2b-Client-Key");
+	int count = 0;
+	for (struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next)
+		count += !strcasecmp(kv->key, "X-Warren-E2b-Client-Key");
+	keys_refresh(a);
+	int r = count == 1 ? api_keys_match_digest_hex(a->keys, a->n_keys, hex) : -EINVAL;
+	if (r >= 0)
+		return true;
+	if (r == -EINVAL) {
+		log_warning("A peer's request without a well-formed client key digest refused");
+		reply_error(req, 401, "Invalid peer request: no client key digest");
+	} else
+		reply_error(req, 403,
+			    "This API key is not valid on the host of this sandbox: give every "
+			    "host the same key file");
+	return false;
+}
+
 /* --- bodies --- */
 
 static json_t *
@@ -747,21 +772,11 @@ meta_matches(const struct e2b_sandbox *s, const struct list_query *q)
 	return true;
 }
 
-static int
-cmp_entry(const void *x, const void *y)
-{
-	const struct e2b_list_entry *a = x, *b = y;
-	if (a->started_usec != b->started_usec)
-		return a->started_usec < b->started_usec ? -1 : 1;
-	return strcmp(a->id, b->id);
-}
-
 void
 e2b_http_list_reply(struct evhttp_request *req, struct e2b_list_entry *v, size_t n,
 		    const struct e2b_page *page)
 {
-	if (n)
-		qsort(v, n, sizeof *v, cmp_entry);
+	n = e2b_list_sort(v, n);
 	size_t start = 0;
 	if (page->has_token)
 		while (start < n && (v[start].started_usec < page->token_started ||
@@ -1231,6 +1246,12 @@ on_request(struct evhttp_request *req, void *arg)
 		handle_health(req);
 		return;
 	}
+	/* on a cluster, the URI may go on to another host's control plane in its request line:
+	 * nothing that could split or bend it there */
+	if (a->clustered && !e2b_input_uri_ok(evhttp_request_get_uri(req))) {
+		reply_error(req, 400, "Invalid request URI: printable ASCII only");
+		return;
+	}
 	/* another host's control plane (the E2B front door on a cluster) with the peer token:
 	 * answered from this host's records only, never forwarded again. A wrong token is
 	 * refused, never taken for a missing one. */
@@ -1241,6 +1262,8 @@ on_request(struct evhttp_request *req, void *arg)
 		return;
 	}
 	if (!peer && !authorized(a, req))
+		return;
+	if (peer && !peer_client_authorized(a, req))
 		return;
 	bool front = a->clustered && !peer; /* this host answers for the cluster */
 	bool v2 = !strncmp(path, "/v2/", 4);

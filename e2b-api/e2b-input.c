@@ -362,3 +362,14 @@ e2b_input_network_key(const char *key, enum e2b_json_kind kind, size_t n, char *
 			 "allowPublicTraffic, maskRequestHost, rules, egressProxy)");
 	return -EINVAL;
 }
+
+bool
+e2b_input_uri_ok(const char *uri)
+{
+	if (!uri || !*uri)
+		return false;
+	for (const unsigned char *c = (const unsigned char *)uri; *c; c++)
+		if (*c <= 0x20 || *c >= 0x7f)
+			return false;
+	return true;
+}

@@ -27,6 +27,9 @@ struct e2b_kv {
  * character (C0, DEL, C1), as the supervisor's D-Bus input rule. */
 bool e2b_input_text_ok(const char *s, size_t len, size_t max);
 bool e2b_input_id_ok(const char *s);
+/* A request URI that may be written, as it is, in the request line to another host: printable
+ * ASCII only (no space, control byte, DEL or byte >= 0x80; percent-escapes are left as sent). */
+bool e2b_input_uri_ok(const char *uri);
 bool e2b_input_template_ok(const char *s);
 bool e2b_input_env_name_ok(const char *s);
 /* "key=value&k2=v2", each part percent-decoded (as the SDK sends metadata filters); at most

@@ -92,6 +92,8 @@ log "remote checks on sandbox $REMOTE of h$lh"
 
 # --- the peer routes are closed to clients ---
 PEER=$(printf 'warren-e2b-peer\n%s' "$KEY" | sha256sum | cut -d' ' -f1)
+# a peer's request carries the SHA-256 of its client's API key, checked by the owner
+CK=$(printf '%s' "$E2B_KEY" | sha256sum | cut -d' ' -f1)
 rh=$lh
 expect "another host's control plane without any key: 401" \
 	test "$(api "$rh" "/sandboxes/$REMOTE")" = 401
@@ -104,16 +106,24 @@ expect "a wrong peer token with a valid API key: 401 (not taken for a client's r
 expect "two peer tokens, the right one among them: 401" \
 	test "$(api "$rh" -H "X-Warren-E2b-Peer: $PEER" -H "X-Warren-E2b-Peer: $PEER" \
 		"/sandboxes/$REMOTE")" = 401
-expect "the right peer token opens the owner's own record (200)" \
-	test "$(api "$rh" -H "X-Warren-E2b-Peer: $PEER" "/sandboxes/$REMOTE")" = 200
+expect "the right peer token without the client's key digest: 401" \
+	test "$(api "$rh" -H "X-Warren-E2b-Peer: $PEER" "/sandboxes/$REMOTE")" = 401
+expect "the right peer token for a client key unknown to the owner: 403" \
+	test "$(api "$rh" -H "X-Warren-E2b-Peer: $PEER" -H "X-Warren-E2b-Client-Key: $(printf \
+		'e2b_%040d' 0 | sha256sum | cut -d' ' -f1)" "/sandboxes/$REMOTE")" = 403
+expect "the right peer token and a known client key open the owner's own record (200)" \
+	test "$(api "$rh" -H "X-Warren-E2b-Peer: $PEER" -H "X-Warren-E2b-Client-Key: $CK" \
+		"/sandboxes/$REMOTE")" = 200
 expect "a peer's request to a host that does not hold the sandbox is not forwarded again (404)" \
-	test "$(api 1 -H "X-Warren-E2b-Peer: $PEER" "/sandboxes/$REMOTE")" = 404
+	test "$(api 1 -H "X-Warren-E2b-Peer: $PEER" -H "X-Warren-E2b-Client-Key: $CK" \
+		"/sandboxes/$REMOTE")" = 404
 expect "a client's request for it through h1 is (200)" \
 	test "$(api 1 -H "X-API-Key: $E2B_KEY" "/sandboxes/$REMOTE")" = 200
 expect "a malformed id through h1: 404, nothing asked of the cluster" \
 	test "$(api 1 -H "X-API-Key: $E2B_KEY" "/sandboxes/..%2f..%2fv1")" = 404
 expect "a peer's list is this host's only, with the start times for the merge" \
-	test "$(api "$rh" -H "X-Warren-E2b-Peer: $PEER" "/v2/sandboxes")" = 200
+	test "$(api "$rh" -H "X-Warren-E2b-Peer: $PEER" -H "X-Warren-E2b-Client-Key: $CK" \
+		"/v2/sandboxes")" = 200
 expect "  (it has the remote sandbox and _startedUsec)" \
 	python3 -c "import json,sys; d=json.load(open('$TM/e2b.out')); \
 	sys.exit(not any(s['sandboxID']=='$REMOTE' and '_startedUsec' in s for s in d))"
@@ -126,6 +136,17 @@ for i in 1 2 3; do
 	expect "the cluster key is in no log of h$i's control plane" bash -c "! grep -qF '$KEY' '$TM/h$i/e2b.log'"
 done
 expect "nor in any answer the SDK saw" bash -c "! grep -qF '$KEY' '$OUT'"
+raw_status() { # raw_status I URI: the status line's code for a GET of URI, sent byte for byte
+	in_ns "h$1" python3 -c "import os,socket,sys
+s = socket.create_connection(('$NET.$1', $E2B_PORT), 10)
+s.sendall(b'GET ' + os.fsencode(sys.argv[1]) + b' HTTP/1.1\\r\\nHost: x\\r\\n' +
+          b'X-API-Key: $E2B_KEY\\r\\nConnection: close\\r\\n\\r\\n')
+print(s.recv(4096).split(b' ')[1].decode())" "$2"
+}
+expect "a request URI with a control byte is refused before it could be forwarded (400)" \
+	test "$(raw_status 1 "/sandboxes/$REMOTE?a=$(printf '\001')")" = 400
+expect "  and one with a byte >= 0x80 (400)" \
+	test "$(raw_status 1 "/v2/sandboxes?metadata=$(printf '\351')")" = 400
 expect "a create without a template is refused at the front door (400)" \
 	test "$(api 1 -H "X-API-Key: $E2B_KEY" -H 'Content-Type: application/json' -d '{}' /sandboxes)" = 400
 expect "a create of an unknown template: 404 from the host it was placed on" \

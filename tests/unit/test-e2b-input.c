@@ -165,6 +165,23 @@ test_api_keys(void **state)
 	assert_int_equal(api_keys_match(back, n, "e2b_", 4), -ENOKEY);
 	assert_int_equal(api_keys_match(back, n, k0, strlen(k0) - 1), -ENOKEY);
 	assert_int_equal(api_keys_match(back, 0, k0, strlen(k0)), -ENOKEY);
+	/* a client's key as a peer sends it: its SHA-256 in hex */
+	char hex[65];
+	assert_int_equal(api_key_digest_hex(k1, strlen(k1), hex), 0);
+	assert_int_equal(strlen(hex), 64);
+	assert_int_equal(api_keys_match_digest_hex(back, n, hex), 1);
+	assert_int_equal(api_key_digest_hex(wrong, strlen(wrong), hex), 0);
+	assert_int_equal(api_keys_match_digest_hex(back, n, hex), -ENOKEY);
+	assert_int_equal(api_keys_match_digest_hex(back, n, NULL), -EINVAL);
+	assert_int_equal(api_keys_match_digest_hex(back, n, "abc"), -EINVAL);
+	hex[5] = 'G';
+	assert_int_equal(api_keys_match_digest_hex(back, n, hex), -EINVAL);
+	assert_int_equal(api_key_digest_hex(k0, strlen(k0), hex), 0);
+	hex[0] = hex[0] == 'a' ? 'A' : hex[0]; /* upper case is not ours */
+	assert_int_equal(api_keys_match_digest_hex(back, n, hex), hex[0] == 'A' ? -EINVAL : 0);
+	char longer[66];
+	snprintf(longer, sizeof longer, "%s0", hex);
+	assert_int_equal(api_keys_match_digest_hex(back, n, longer), -EINVAL);
 	/* one bad line refuses the whole file */
 	size_t len = strlen(text);
 	assert_int_equal(api_keys_parse(text, len - 1, back, 4, &n), -EBADMSG); /* truncated */
@@ -426,6 +443,82 @@ test_network_key(void **state)
 	}
 }
 
+/* what the E2B front door on a cluster writes in a request line to another host */
+static void
+test_uri(void **state)
+{
+	(void)state;
+	assert_true(e2b_input_uri_ok("/sandboxes"));
+	assert_true(e2b_input_uri_ok("/v2/sandboxes?limit=2&metadata=a%3Db&nextToken=x_y-z"));
+	assert_true(e2b_input_uri_ok("/sandboxes/0123456789ab/timeout"));
+	assert_false(e2b_input_uri_ok(NULL));
+	assert_false(e2b_input_uri_ok(""));
+	assert_false(e2b_input_uri_ok("/sandboxes HTTP/1.1"));
+	assert_false(e2b_input_uri_ok("/sandboxes\r\nX-Warren-E2b-Peer: x"));
+	assert_false(e2b_input_uri_ok("/sandboxes\n"));
+	assert_false(e2b_input_uri_ok("/sand\x01boxes"));
+	assert_false(e2b_input_uri_ok("/sandboxes\t"));
+	assert_false(e2b_input_uri_ok("/sandboxes\x7f"));
+	assert_false(e2b_input_uri_ok("/sandboxes/caf\xc3\xa9"));
+	assert_false(e2b_input_uri_ok("/sandboxes\xff"));
+}
+
+static struct e2b_list_entry
+entry(const char *id, uint64_t started, unsigned origin)
+{
+	struct e2b_list_entry e = {.started_usec = started, .origin = origin};
+	snprintf(e.id, sizeof e.id, "%s", id);
+	e.j = json_pack("{s:s, s:i}", "sandboxID", id, "origin", (int)origin);
+	return e;
+}
+
+/* a list merged from several hosts: in order of start then id, each id once, this host's
+ * entry kept over a peer's; the JSON of the dropped ones freed (valgrind) */
+static void
+test_list_sort(void **state)
+{
+	(void)state;
+	assert_int_equal(e2b_list_sort(NULL, 0), 0);
+	struct e2b_list_entry v[8];
+	size_t n = 0;
+	v[n++] = entry("00000000000c", 30, 0);
+	v[n++] = entry("00000000000a", 10, 1);
+	v[n++] = entry("00000000000b", 20, 1);
+	v[n++] = entry("00000000000c", 5, 1); /* a peer's copy of this host's: dropped */
+	v[n++] = entry("00000000000a", 10, 1);
+	v[n++] = entry("00000000000d", 20, 1);
+	v[n++] = entry("00000000000b", 20, 1);
+	n = e2b_list_sort(v, n);
+	assert_int_equal(n, 4);
+	assert_string_equal(v[0].id, "00000000000a");
+	assert_string_equal(v[1].id, "00000000000b");
+	assert_string_equal(v[2].id, "00000000000d"); /* same start: by id */
+	assert_string_equal(v[3].id, "00000000000c");
+	assert_int_equal(v[3].started_usec, 30);
+	assert_int_equal(json_integer_value(json_object_get(v[3].j, "origin")), 0);
+	for (size_t i = 0; i < n; i++)
+		json_decref(v[i].j);
+
+	/* many, all duplicated: n log n, not n^2, and each kept once */
+	size_t big = 20000;
+	struct e2b_list_entry *w = calloc(2 * big, sizeof *w);
+	assert_non_null(w);
+	for (size_t i = 0; i < 2 * big; i++) {
+		char id[E2B_ID_LEN + 1];
+		snprintf(id, sizeof id, "%012zx", i % big);
+		w[i] = entry(id, (uint64_t)(big - i % big), i < big ? 0 : 1);
+	}
+	n = e2b_list_sort(w, 2 * big);
+	assert_int_equal(n, big);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			assert_true(w[i - 1].started_usec < w[i].started_usec);
+		assert_int_equal(json_integer_value(json_object_get(w[i].j, "origin")), 0);
+		json_decref(w[i].j);
+	}
+	free(w);
+}
+
 int
 main(void)
 {
@@ -434,7 +527,8 @@ main(void)
 		cmocka_unit_test(test_metadata_query), cmocka_unit_test(test_list_params),
 		cmocka_unit_test(test_api_keys),       cmocka_unit_test(test_api_keys_file),
 		cmocka_unit_test(test_store_load),     cmocka_unit_test(test_network_policy),
-		cmocka_unit_test(test_network_key),
+		cmocka_unit_test(test_network_key),    cmocka_unit_test(test_uri),
+		cmocka_unit_test(test_list_sort),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
